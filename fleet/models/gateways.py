@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from django.db import models
+from django.urls import reverse
+
+from fleet.models.instances import Instance
+from fleet.validators import validate_http_url, validate_name
+
+
+class GatewayKind(models.TextChoices):
+    NGINX = "nginx", "nginx"
+    ENVOY = "envoy", "Envoy"
+    KONG = "kong", "Kong"
+
+
+class Gateway(models.Model):
+    name = models.CharField(max_length=63, unique=True, validators=[validate_name])
+    kind = models.CharField(max_length=16, choices=GatewayKind.choices, default=GatewayKind.NGINX)
+    url = models.CharField("URL", max_length=300, validators=[validate_http_url],
+                           help_text="The URL clients call, like https://llm.example.com.")
+    instances = models.ManyToManyField(Instance, blank=True, related_name="gateways")
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:gateway-detail", args=[self.pk])
+
+    def clean(self) -> None:
+        if self.url:
+            self.url = self.url.rstrip("/")

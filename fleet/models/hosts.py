@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.urls import reverse
+
+from fleet import gpu_catalog
+from fleet.gpu_catalog import FORM_FACTOR_CHOICES
+from fleet.validators import validate_address, validate_gpu_uuid, validate_name, validate_pci_bus_id
+
+
+class GpuHostQuerySet(models.QuerySet["GpuHost"]):
+    def with_counts(self) -> GpuHostQuerySet:
+        return self.annotate(
+            gpu_count=models.Count("gpus", distinct=True),
+            instance_count=models.Count("instances", distinct=True),
+        )
+
+
+class GpuHost(models.Model):
+    name = models.CharField(max_length=63, unique=True, validators=[validate_name])
+    address = models.CharField(max_length=253, validators=[validate_address],
+                               help_text="IP address or DNS name the console reaches the host on.")
+    datacenter = models.CharField(max_length=63, blank=True)
+    rack = models.CharField(max_length=63, blank=True)
+    tags = models.JSONField(default=list, blank=True, help_text="Free-form labels.")
+    cpu_cores = models.PositiveIntegerField(null=True, blank=True,
+                                            validators=[MinValueValidator(1), MaxValueValidator(4096)])
+    ram_gb = models.PositiveIntegerField("RAM (GB)", null=True, blank=True,
+                                         validators=[MinValueValidator(1), MaxValueValidator(65536)])
+    numa_nodes = models.PositiveSmallIntegerField(
+        "NUMA nodes", default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+    os = models.CharField("OS", max_length=100, blank=True)
+    driver_version = models.CharField(max_length=32, blank=True)
+    cuda_version = models.CharField("CUDA version", max_length=16, blank=True)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = GpuHostQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "GPU host"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:host-detail", args=[self.pk])
+
+    def clean(self) -> None:
+        if not isinstance(self.tags, list) or not all(isinstance(t, str) for t in self.tags):
+            raise ValidationError({"tags": "Tags must be a list of strings."})
+        self.tags = sorted({t.strip() for t in self.tags if t.strip()})
+
+
+class MigMode(models.TextChoices):
+    DISABLED = "disabled", "Disabled"
+    ENABLED = "enabled", "Enabled"
+    UNSUPPORTED = "unsupported", "Not supported"
+
+
+class Gpu(models.Model):
+    host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="gpus")
+    index = models.PositiveSmallIntegerField(validators=[MaxValueValidator(63)])
+    uuid = models.CharField("UUID", max_length=64, blank=True, validators=[validate_gpu_uuid])
+    model = models.CharField(max_length=32, choices=gpu_catalog.choices)
+    form_factor = models.CharField(max_length=8, choices=FORM_FACTOR_CHOICES)
+    memory_mib = models.PositiveIntegerField("memory (MiB)", blank=True,
+                                             help_text="Blank: the catalogue's figure for the model.")
+    numa_node = models.PositiveSmallIntegerField("NUMA node", null=True, blank=True)
+    pci_bus_id = models.CharField("PCI bus id", max_length=16, blank=True, validators=[validate_pci_bus_id])
+    nvlink_peers = models.JSONField("NVLink peers", default=list, blank=True,
+                                    help_text="Indexes of the GPUs on the same host this one has NVLink to.")
+    mig_mode = models.CharField("MIG mode", max_length=12, choices=MigMode.choices, default=MigMode.DISABLED)
+
+    class Meta:
+        ordering = ["host__name", "index"]
+        verbose_name = "GPU"
+        constraints = [
+            models.UniqueConstraint(fields=["host", "index"], name="fleet_gpu_unique_index_per_host"),
+            models.UniqueConstraint(fields=["uuid"], condition=~models.Q(uuid=""),
+                                    name="fleet_gpu_unique_uuid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.host.name}/gpu{self.index}" if self.host_id else f"gpu{self.index}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:gpu-detail", args=[self.pk])
+
+    @property
+    def catalogue_entry(self) -> gpu_catalog.GpuModel:
+        return gpu_catalog.get(self.model)
+
+    @property
+    def memory_gib(self) -> float:
+        return round(self.memory_mib / 1024, 1)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.model in gpu_catalog.CATALOGUE:
+            entry = gpu_catalog.get(self.model)
+            if not self.memory_mib:
+                self.memory_mib = entry.memory_mib
+            if self.form_factor and self.form_factor not in entry.form_factors:
+                allowed = ", ".join(f.value for f in entry.form_factors)
+                errors["form_factor"] = f"{entry.name} comes as {allowed}, not {self.form_factor}."
+        if self.host_id and self.numa_node is not None and self.numa_node >= self.host.numa_nodes:
+            errors["numa_node"] = (
+                f"Host {self.host.name} has {self.host.numa_nodes} NUMA node(s): "
+                f"use 0..{self.host.numa_nodes - 1}."
+            )
+        peers = self.nvlink_peers
+        if not isinstance(peers, list) or not all(isinstance(p, int) and p >= 0 for p in peers):
+            errors["nvlink_peers"] = "NVLink peers must be a list of GPU indexes."
+        elif self.index in peers:
+            errors["nvlink_peers"] = "A GPU cannot be its own NVLink peer."
+        else:
+            self.nvlink_peers = sorted(set(peers))
+        if errors:
+            raise ValidationError(errors)

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.urls import reverse
+
+from fleet.models.hosts import Gpu, GpuHost
+from fleet.validators import validate_env_var_name, validate_http_url, validate_name
+
+
+class Engine(models.TextChoices):
+    VLLM = "vllm", "vLLM"
+    TGI = "tgi", "TGI"
+    OLLAMA = "ollama", "Ollama"
+
+
+class DType(models.TextChoices):
+    AUTO = "auto", "auto"
+    BFLOAT16 = "bfloat16", "bfloat16"
+    FLOAT16 = "float16", "float16"
+    FLOAT32 = "float32", "float32"
+
+
+class KvCacheDType(models.TextChoices):
+    AUTO = "auto", "auto (same as the model)"
+    FP8 = "fp8", "fp8"
+    FP8_E4M3 = "fp8_e4m3", "fp8_e4m3"
+    FP8_E5M2 = "fp8_e5m2", "fp8_e5m2"
+
+
+class Quantization(models.TextChoices):
+    NONE = "", "none"
+    FP8 = "fp8", "fp8"
+    AWQ = "awq", "awq"
+    GPTQ = "gptq", "gptq"
+    COMPRESSED_TENSORS = "compressed-tensors", "compressed-tensors"
+    BITSANDBYTES = "bitsandbytes", "bitsandbytes"
+    GGUF = "gguf", "gguf"
+    MXFP4 = "mxfp4", "mxfp4"
+
+
+class InstanceQuerySet(models.QuerySet["Instance"]):
+    def enabled(self) -> InstanceQuerySet:
+        return self.filter(enabled=True)
+
+
+class Instance(models.Model):
+    name = models.CharField(max_length=63, unique=True, validators=[validate_name])
+    host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="instances")
+    gpus = models.ManyToManyField(Gpu, blank=True, related_name="instances", verbose_name="GPUs")
+    engine = models.CharField(max_length=16, choices=Engine.choices, default=Engine.VLLM)
+    engine_version = models.CharField(max_length=32, blank=True, help_text="For example 0.11.2.")
+    base_url = models.CharField("base URL", max_length=300, validators=[validate_http_url],
+                                help_text="Where the engine listens, like http://10.0.0.5:8000.")
+    served_model_name = models.CharField(max_length=200)
+    api_key_env = models.CharField(
+        "API key variable", max_length=100, blank=True, validators=[validate_env_var_name],
+        help_text="Name of the environment variable that holds the API key. The key itself is never stored.")
+    max_model_len = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(16), MaxValueValidator(10_000_000)])
+    gpu_memory_utilization = models.FloatField(
+        default=0.9, validators=[MinValueValidator(0.05), MaxValueValidator(1.0)],
+        help_text="Fraction of each GPU's total memory this instance may use, weights included.")
+    max_num_seqs = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)])
+    max_num_batched_tokens = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)])
+    tensor_parallel_size = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+    pipeline_parallel_size = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+    dtype = models.CharField(max_length=16, choices=DType.choices, default=DType.AUTO)
+    quantization = models.CharField(max_length=32, choices=Quantization.choices, blank=True)
+    kv_cache_dtype = models.CharField("KV cache dtype", max_length=16, choices=KvCacheDType.choices,
+                                      default=KvCacheDType.AUTO)
+    enable_prefix_caching = models.BooleanField(
+        default=True, help_text="On by default in vLLM's V1 engine.")
+    extra_args = models.TextField(blank=True, help_text="Other launch flags, as you would type them.")
+    enabled = models.BooleanField(default=True, help_text="Disabled instances are not probed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = InstanceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(gpu_memory_utilization__gt=0, gpu_memory_utilization__lte=1),
+                name="fleet_instance_gpu_memory_utilization_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("fleet:instance-detail", args=[self.pk])
+
+    @property
+    def parallel_size(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def clean(self) -> None:
+        if self.base_url:
+            self.base_url = self.base_url.rstrip("/")
+
+    def clean_gpus(self, gpus: list[Gpu]) -> None:
+        """GPUs must sit on the instance's host and match tensor x pipeline parallel size."""
+        foreign = [str(g) for g in gpus if g.host_id != self.host_id]
+        if foreign:
+            raise ValidationError(
+                {"gpus": f"{', '.join(foreign)} not on host {self.host.name}."})
+        if gpus and len(gpus) != self.parallel_size:
+            raise ValidationError({"gpus": (
+                f"{len(gpus)} GPU(s) chosen but tensor x pipeline parallel size is "
+                f"{self.tensor_parallel_size} x {self.pipeline_parallel_size} = {self.parallel_size}.")})

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OpsConsoleConfig(AppConfig):
+    name = "ops_console"
+    verbose_name = "Console"

@@ -1,0 +1,42 @@
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from fleet.models import Gateway, Gpu, GpuHost, Instance
+from ops_console import health
+from ops_console.roles import Role, role_required
+
+
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    database = health.check_database()
+    broker = health.check_broker()
+    worker = health.check_worker() if database.ok else {"ok": False, "detail": "database down"}
+    ok = database.ok and broker.ok
+    body = {
+        "status": "ok" if ok else "fail",
+        "checks": {"database": database.as_dict(), "broker": broker.as_dict(), "worker": worker},
+    }
+    return JsonResponse(body, status=200 if ok else 503)
+
+
+@role_required(Role.VIEWER)
+def home(request: HttpRequest) -> HttpResponse:
+    counts = {
+        "hosts": GpuHost.objects.count(),
+        "gpus": Gpu.objects.count(),
+        "instances": Instance.objects.count(),
+        "enabled_instances": Instance.objects.enabled().count(),
+        "gateways": Gateway.objects.count(),
+    }
+    recent = Instance.objects.select_related("host").order_by("-updated_at")[:8]
+    return render(request, "ops_console/home.html", {"counts": counts, "recent_instances": recent})
+
+
+@role_required(Role.VIEWER)
+def section(request: HttpRequest, *, title: str, section: str, summary: str) -> HttpResponse:
+    """A navigation section whose tools are not in this build yet: says so plainly."""
+    context = {"title": title, "section": section, "summary": summary}
+    return render(request, "ops_console/section.html", context)

@@ -1,0 +1,90 @@
+"""Shared fixtures: a fixed cast of users, one per role, and real-service guards.
+
+OPS_REQUIRE_SERVICES=1 (set by .ci/run) turns a missing Redis or browser into a
+failure instead of a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from ops_console.roles import Role
+
+REQUIRE_SERVICES = os.environ.get("OPS_REQUIRE_SERVICES") == "1"
+REDIS_URL = os.environ.get("OPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def require_service(what: str, reachable: bool, hint: str) -> None:
+    if reachable:
+        return
+    message = f"{what} is not available: {hint}"
+    if REQUIRE_SERVICES:
+        pytest.fail(message + " (OPS_REQUIRE_SERVICES=1 makes this a failure)", pytrace=False)
+    pytest.skip(message)
+
+
+def tcp_reachable(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def redis_url() -> str:
+    require_service("Redis", tcp_reachable("127.0.0.1", 6379), "start redis-server on 127.0.0.1:6379")
+    return REDIS_URL
+
+
+@dataclass
+class Cast:
+    viewer: User
+    engineer: User
+    sre: User
+    admin: User
+    outsider: User  # logged in, but in no role group
+
+    def for_role(self, role: str) -> User:
+        return getattr(self, role)
+
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def _user(username: str, role: Role | None) -> User:
+    user = User.objects.create_user(username=username, password=PASSWORD)
+    if role is not None:
+        user.groups.add(Group.objects.get(name=role.group_name))
+    return user
+
+
+@pytest.fixture
+def cast(db) -> Cast:
+    return Cast(
+        viewer=_user("vera", Role.VIEWER),
+        engineer=_user("erin", Role.ENGINEER),
+        sre=_user("sam", Role.SRE),
+        admin=_user("ada", Role.ADMIN),
+        outsider=_user("otto", None),
+    )
+
+
+@pytest.fixture
+def sre_client(client, cast):
+    client.force_login(cast.sre)
+    return client
+
+
+@pytest.fixture
+def viewer_client(client, cast):
+    client.force_login(cast.viewer)
+    return client
+
+
+HTMX_HEADERS = {"HTTP_HX_REQUEST": "true"}
