@@ -105,3 +105,13 @@ def test_the_database_refuses_a_gpu_memory_utilization_above_one():
     with pytest.raises(IntegrityError):
         Instance.objects.create(host=host, name="x", base_url="http://a", served_model_name="m",
                                 gpu_memory_utilization=1.5)
+
+
+def test_the_host_filter_finds_hosts_by_tag_and_search_terms():
+    from fleet.filters import HostFilterSet
+
+    make_host(name="alpha", tags=["prod", "h100"])
+    make_host(name="beta", tags=["staging"])
+    qs = GpuHost.objects.with_counts()
+    assert [h.name for h in HostFilterSet({"tag": "prod"}, qs).qs] == ["alpha"]
+    assert [h.name for h in HostFilterSet({"q": "bet"}, qs).qs] == ["beta"]
