@@ -1,4 +1,27 @@
 from django.urls import path
 
+from fleet.views import inventory, transfer
+from fleet.views.kinds import KINDS
+
 app_name = "fleet"
-urlpatterns: list = []
+
+
+def _kind_patterns(kind) -> list:
+    p, s = kind.plural, kind.slug
+    return [
+        path(f"{p}/", inventory.ListView.as_view(kind=kind), name=f"{s}-list"),
+        path(f"{p}/new/", inventory.EditView.as_view(kind=kind), name=f"{s}-create"),
+        path(f"{p}/<int:pk>/", inventory.DetailView.as_view(kind=kind), name=f"{s}-detail"),
+        path(f"{p}/<int:pk>/edit/", inventory.EditView.as_view(kind=kind), name=f"{s}-edit"),
+        path(f"{p}/<int:pk>/delete/", inventory.DeleteView.as_view(kind=kind), name=f"{s}-delete"),
+    ]
+
+
+urlpatterns = [
+    path("export/", transfer.export_inventory, name="export"),
+    path("import/", transfer.import_form, name="import"),
+    path("import/preview/", transfer.import_preview, name="import-preview"),
+    path("import/apply/", transfer.import_apply, name="import-apply"),
+]
+for _kind in KINDS:
+    urlpatterns += _kind_patterns(_kind)

@@ -3,6 +3,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from fleet.charts import gpu_memory_by_host
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 from ops_console import health
 from ops_console.roles import Role, role_required
@@ -32,7 +33,10 @@ def home(request: HttpRequest) -> HttpResponse:
         "gateways": Gateway.objects.count(),
     }
     recent = Instance.objects.select_related("host").order_by("-updated_at")[:8]
-    return render(request, "ops_console/home.html", {"counts": counts, "recent_instances": recent})
+    context = {"counts": counts, "recent_instances": recent}
+    if counts["gpus"]:
+        context["memory_figure"] = gpu_memory_by_host()
+    return render(request, "ops_console/home.html", context)
 
 
 @role_required(Role.VIEWER)

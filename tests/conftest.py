@@ -88,3 +88,9 @@ def viewer_client(client, cast):
 
 
 HTMX_HEADERS = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # PBKDF2's deliberate slowness would dominate the suite; login behaviour is unchanged.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

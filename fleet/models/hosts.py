@@ -15,7 +15,7 @@ class GpuHostQuerySet(models.QuerySet["GpuHost"]):
         return self.annotate(
             gpu_count=models.Count("gpus", distinct=True),
             instance_count=models.Count("instances", distinct=True),
-        )
+        ).order_by("name")  # Meta.ordering does not apply to aggregate queries
 
 
 class GpuHost(models.Model):

@@ -1,0 +1,114 @@
+"""Model forms for the inventory pages. Lists are typed as comma-separated text."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from fleet.models import Gateway, Gpu, GpuHost, Instance
+
+
+class CommaListField(forms.CharField):
+    def __init__(self, *, item_type: type = str, **kwargs):
+        self.item_type = item_type
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value) -> list:
+        text = super().to_python(value) or ""
+        items = [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
+        try:
+            return [self.item_type(item) for item in items]
+        except ValueError:
+            raise ValidationError("Enter a comma-separated list of numbers.", code="invalid_list")
+
+
+class HostForm(forms.ModelForm):
+    tags = CommaListField(help_text="Comma-separated, like prod, a100, team-search.")
+
+    class Meta:
+        model = GpuHost
+        fields = ["name", "address", "datacenter", "rack", "tags", "cpu_cores", "ram_gb",
+                  "numa_nodes", "os", "driver_version", "cuda_version", "notes"]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+
+class GpuForm(forms.ModelForm):
+    nvlink_peers = CommaListField(item_type=int, label="NVLink peers",
+                                  help_text="Indexes of the GPUs this one has NVLink to, like 1, 2, 3.")
+
+    class Meta:
+        model = Gpu
+        fields = ["host", "index", "model", "form_factor", "memory_mib", "uuid", "numa_node",
+                  "pci_bus_id", "nvlink_peers", "mig_mode"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["memory_mib"].required = False
+
+
+class InstanceForm(forms.ModelForm):
+    class Meta:
+        model = Instance
+        fields = ["name", "host", "gpus", "engine", "engine_version", "base_url", "served_model_name",
+                  "api_key_env", "enabled", "tensor_parallel_size", "pipeline_parallel_size",
+                  "max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
+                  "dtype", "quantization", "kv_cache_dtype", "enable_prefix_caching", "extra_args"]
+        widgets = {
+            "gpus": forms.SelectMultiple(attrs={"size": 6}),
+            "extra_args": forms.Textarea(attrs={"rows": 2}),
+            "gpu_memory_utilization": forms.NumberInput(attrs={"step": "0.01"}),
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["gpus"].queryset = Gpu.objects.select_related("host")
+        self.fields["gpus"].help_text = "GPUs on the chosen host; as many as tensor x pipeline parallel."
+
+    def _post_clean(self):
+        # The GPU rules need the instance's host, which ModelForm sets only here.
+        super()._post_clean()
+        gpus = list(self.cleaned_data.get("gpus") or [])
+        if gpus and self.instance.host_id:
+            try:
+                self.instance.clean_gpus(gpus)
+            except ValidationError as exc:
+                self._update_errors(exc)
+
+
+class GatewayForm(forms.ModelForm):
+    class Meta:
+        model = Gateway
+        fields = ["name", "kind", "url", "instances", "notes"]
+        widgets = {"instances": forms.SelectMultiple(attrs={"size": 6}),
+                   "notes": forms.Textarea(attrs={"rows": 3})}
+
+
+class ImportForm(forms.Form):
+    MAX_BYTES = 5 * 1024 * 1024
+
+    file = forms.FileField(required=False, help_text="A .yaml, .yml or .csv inventory file.")
+    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+                           label="Or paste", help_text="YAML or CSV, as exported.")
+    format = forms.ChoiceField(choices=[("auto", "Detect"), ("yaml", "YAML"), ("csv", "CSV")],
+                               initial="auto")
+
+    def clean(self):
+        cleaned = super().clean()
+        upload = cleaned.get("file")
+        if upload:
+            if upload.size > self.MAX_BYTES:
+                raise ValidationError("The file is larger than 5 MB.")
+            try:
+                cleaned["text"] = upload.read().decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise ValidationError("The file is not UTF-8 text.")
+            cleaned["filename"] = upload.name
+        elif not (cleaned.get("text") or "").strip():
+            raise ValidationError("Choose a file or paste the inventory.")
+        return cleaned

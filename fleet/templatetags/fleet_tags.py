@@ -1,0 +1,8 @@
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def kind_label(obj) -> str:
+    return str(obj._meta.verbose_name)

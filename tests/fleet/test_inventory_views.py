@@ -1,0 +1,210 @@
+"""The inventory pages: roles, live filtering, forms with inline validation, delete, change log."""
+
+import pytest
+from django.urls import reverse
+
+from fleet.models import ChangeLogEntry, Gpu, GpuHost, Instance
+from tests.conftest import HTMX_HEADERS
+from tests.factories import make_gateway, make_gpu, make_host, make_instance
+
+pytestmark = pytest.mark.django_db
+
+LIST_URLS = ["fleet:host-list", "fleet:gpu-list", "fleet:instance-list", "fleet:gateway-list"]
+
+
+def host_form(**overrides):
+    data = {"name": "gpu-node-new", "address": "10.2.0.7", "datacenter": "fra1", "rack": "r12",
+            "tags": "prod, h100", "numa_nodes": "2", "cpu_cores": "96", "ram_gb": "1024"}
+    data.update(overrides)
+    return data
+
+
+@pytest.mark.parametrize("url_name", LIST_URLS)
+def test_anonymous_users_are_sent_to_the_login_page(client, url_name):
+    response = client.get(reverse(url_name))
+    assert response.status_code == 302
+    assert response.url.startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("url_name", LIST_URLS)
+def test_a_user_in_no_role_group_is_refused(client, cast, url_name):
+    client.force_login(cast.outsider)
+    assert client.get(reverse(url_name)).status_code == 403
+
+
+@pytest.mark.parametrize("role", ["viewer", "engineer", "sre", "admin"])
+def test_every_role_can_read_the_inventory(client, cast, role):
+    host = make_host(name="readable")
+    client.force_login(cast.for_role(role))
+    assert b"readable" in client.get(reverse("fleet:host-list")).content
+    assert client.get(host.get_absolute_url()).status_code == 200
+
+
+@pytest.mark.parametrize("role", ["viewer", "engineer"])
+def test_viewers_and_engineers_cannot_change_the_inventory(client, cast, role):
+    host = make_host()
+    client.force_login(cast.for_role(role))
+    assert client.get(reverse("fleet:host-create")).status_code == 403
+    assert client.post(reverse("fleet:host-create"), host_form()).status_code == 403
+    assert client.post(reverse("fleet:host-edit", args=[host.pk]), host_form()).status_code == 403
+    assert client.post(reverse("fleet:host-delete", args=[host.pk])).status_code == 403
+    assert GpuHost.objects.count() == 1 and not GpuHost.objects.filter(name="gpu-node-new").exists()
+
+
+def test_the_host_list_has_an_empty_state_that_says_how_to_add_the_first_host(sre_client):
+    content = sre_client.get(reverse("fleet:host-list")).content.decode()
+    assert "No gpu hosts yet" in content
+    assert reverse("fleet:host-create") in content
+
+
+def test_an_htmx_filter_request_gets_only_the_results_partial(viewer_client):
+    make_host(name="alpha-01", datacenter="fra1")
+    make_host(name="beta-01", datacenter="ams1")
+    headers = {**HTMX_HEADERS, "HTTP_HX_TARGET": "results"}
+    response = viewer_client.get(reverse("fleet:host-list"), {"q": "alpha"}, **headers)
+    content = response.content.decode()
+    assert "<html" not in content and "alpha-01" in content and "beta-01" not in content
+
+
+def test_a_plain_request_with_filters_renders_the_whole_page_so_links_can_be_shared(viewer_client):
+    make_host(name="alpha-01", datacenter="fra1")
+    make_host(name="beta-01", datacenter="ams1")
+    content = viewer_client.get(reverse("fleet:host-list"), {"datacenter": "ams1"}).content.decode()
+    assert "<html" in content and "beta-01" in content and "alpha-01" not in content
+
+
+def test_the_list_sorts_by_a_column_both_ways(viewer_client):
+    for name in ["b-host", "a-host", "c-host"]:
+        make_host(name=name)
+    content = viewer_client.get(reverse("fleet:host-list"), {"sort": "-name"}).content.decode()
+    assert content.index("c-host") < content.index("b-host") < content.index("a-host")
+
+
+def test_the_list_paginates(viewer_client):
+    for i in range(30):
+        make_host(name=f"node-{i:02d}")
+    first = viewer_client.get(reverse("fleet:host-list")).content.decode()
+    second = viewer_client.get(reverse("fleet:host-list"), {"page": 2}).content.decode()
+    assert "node-00" in first and "node-29" not in first
+    assert "node-29" in second and "Page 2 of 2" in second
+
+
+def test_the_instance_list_filters_by_engine(viewer_client):
+    host = make_host()
+    make_instance(host, name="vllm-a", engine="vllm")
+    make_instance(host, name="tgi-a", engine="tgi")
+    content = viewer_client.get(reverse("fleet:instance-list"), {"engine": "tgi"}).content.decode()
+    assert "tgi-a" in content and "vllm-a" not in content
+
+
+@pytest.mark.parametrize("url_name", LIST_URLS)
+def test_list_pages_make_the_same_number_of_queries_for_3_or_30_rows(viewer_client, url_name,
+                                                                     django_assert_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def populate(n):
+        for _ in range(n):
+            host = make_host()
+            gpu = make_gpu(host)
+            instance = make_instance(host, gpus=[gpu])
+            make_gateway(instances=[instance])
+
+    populate(3)
+    with CaptureQueriesContext(connection) as few:
+        viewer_client.get(reverse(url_name))
+    populate(27)
+    with CaptureQueriesContext(connection) as many:
+        viewer_client.get(reverse(url_name), {"per_page": 50})
+    assert len(many) == len(few)
+
+
+def test_an_sre_adds_a_host_and_the_change_log_says_who(sre_client, cast):
+    response = sre_client.post(reverse("fleet:host-create"), host_form())
+    host = GpuHost.objects.get(name="gpu-node-new")
+    assert response.status_code == 302 and response.url == host.get_absolute_url()
+    assert host.tags == ["h100", "prod"]
+    entry = ChangeLogEntry.objects.for_object(host).get()
+    assert (entry.action, entry.actor, entry.source) == ("create", cast.sre, "web")
+    assert entry.changes["address"] == [None, "10.2.0.7"]
+
+
+def test_an_invalid_form_shows_the_errors_and_saves_nothing(sre_client):
+    response = sre_client.post(reverse("fleet:host-create"), host_form(address="http://bad"))
+    assert response.status_code == 200
+    assert "without scheme or port" in response.content.decode()
+    assert not GpuHost.objects.exists()
+
+
+def test_inline_validation_answers_with_the_field_errors_and_saves_nothing(sre_client):
+    make_host(name="taken")
+    response = sre_client.post(reverse("fleet:host-create"), {"name": "taken", "address": ""},
+                               HTTP_X_VALIDATE_ONLY="1", **HTMX_HEADERS)
+    content = response.content.decode()
+    assert 'id="form-fields"' in content and "<html" not in content
+    assert "already exists" in content
+    assert "This field is required" not in content  # untouched fields stay quiet while typing
+    assert GpuHost.objects.count() == 1
+
+
+def test_editing_a_host_logs_only_the_fields_that_changed(sre_client):
+    host = make_host(name="edit-me", rack="r1")
+    data = host_form(name="edit-me", address=host.address, rack="r9", tags="", datacenter=host.datacenter,
+                     cpu_cores=host.cpu_cores, ram_gb=host.ram_gb, numa_nodes=host.numa_nodes)
+    sre_client.post(reverse("fleet:host-edit", args=[host.pk]), data)
+    entry = ChangeLogEntry.objects.for_object(host).get(action="update")
+    assert entry.changes == {"rack": ["r1", "r9"]}
+    page = sre_client.get(host.get_absolute_url()).content.decode()
+    assert "Change log" in page and "r9" in page
+
+
+def test_an_instance_form_rejects_gpus_that_do_not_match_the_parallel_size(sre_client):
+    host = make_host()
+    gpus = [make_gpu(host, index=i) for i in range(2)]
+    data = {"name": "vllm-x", "host": host.pk, "gpus": [g.pk for g in gpus], "engine": "vllm",
+            "base_url": "http://10.0.0.9:8000", "served_model_name": "m", "tensor_parallel_size": 1,
+            "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto",
+            "kv_cache_dtype": "auto", "enabled": "on"}
+    response = sre_client.post(reverse("fleet:instance-create"), data)
+    assert "1 x 1 = 1" in response.content.decode()
+    assert not Instance.objects.exists()
+    data["tensor_parallel_size"] = 2
+    assert sre_client.post(reverse("fleet:instance-create"), data).status_code == 302
+    assert set(Instance.objects.get().gpus.all()) == set(gpus)
+
+
+def test_deleting_a_host_first_asks_and_lists_what_goes_with_it(sre_client):
+    host = make_host(name="doomed")
+    gpu = make_gpu(host)
+    make_instance(host, name="vllm-doomed", gpus=[gpu])
+    page = sre_client.get(reverse("fleet:host-delete", args=[host.pk])).content.decode()
+    assert "vllm-doomed" in page and f"{host.name}/gpu0" in page
+    assert GpuHost.objects.exists()
+
+
+def test_deleting_a_host_removes_its_gpus_and_instances_and_logs_each(sre_client):
+    host = make_host(name="doomed")
+    gpu = make_gpu(host)
+    instance = make_instance(host, gpus=[gpu])
+    response = sre_client.post(reverse("fleet:host-delete", args=[host.pk]))
+    assert response.status_code == 302
+    assert not GpuHost.objects.exists() and not Gpu.objects.exists() and not Instance.objects.exists()
+    deleted = set(ChangeLogEntry.objects.filter(action="delete").values_list("object_repr", flat=True))
+    assert deleted == {"doomed", str(gpu), instance.name}
+
+
+def test_the_csrf_token_rides_on_every_htmx_request(sre_client):
+    content = sre_client.get(reverse("fleet:host-list")).content.decode()
+    assert 'hx-headers=\'{"X-CSRFToken": "' in content
+
+
+def test_htmx_requests_pass_csrf_with_the_header_from_the_page(cast):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(cast.sre)
+    page = client.get(reverse("fleet:host-create"))
+    token = page.cookies["csrftoken"].value
+    refused = client.post(reverse("fleet:host-create"), host_form(), **HTMX_HEADERS)
+    accepted = client.post(reverse("fleet:host-create"), host_form(), HTTP_X_CSRFTOKEN=token, **HTMX_HEADERS)
+    assert refused.status_code == 403 and accepted.status_code == 302
