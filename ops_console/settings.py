@@ -168,9 +168,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 
 REST_FRAMEWORK = {
+    # Token first, so an anonymous API call gets 401 with WWW-Authenticate rather than 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["ops_console.roles.InventoryPermission"],
     "DEFAULT_FILTER_BACKENDS": [
@@ -187,6 +188,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Fleet inventory of GPU hosts, GPUs, inference instances and gateways.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["ops_console.roles.InventoryPermission"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

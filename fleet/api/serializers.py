@@ -1,0 +1,197 @@
+"""API serializers for the inventory: relations by natural key, validation by the models' own rules.
+
+Each write builds an unsaved copy of the object and runs its full_clean(), so the API
+accepts exactly what the forms accept; Django's errors come back as DRF field errors.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import models
+from rest_framework import serializers
+from rest_framework.fields import get_error_detail
+from rest_framework.settings import api_settings
+
+from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
+
+MAX_GPU_INDEX = 63
+_FORM_ONLY_KEYS = {"csrfmiddlewaretoken"}  # posted by the browsable API's HTML forms
+
+
+def drf_errors(exc: DjangoValidationError) -> dict[str, list[Any]]:
+    """Django's errors keyed the way DRF keys them: `__all__` becomes `non_field_errors`."""
+    detail = get_error_detail(exc)
+    if not isinstance(detail, dict):
+        return {api_settings.NON_FIELD_ERRORS_KEY: detail}
+    return {
+        (api_settings.NON_FIELD_ERRORS_KEY if key == NON_FIELD_ERRORS else key): errors
+        for key, errors in detail.items()
+    }
+
+
+class _FullCleanSerializer(serializers.ModelSerializer):
+    """Rejects unknown fields, then validates an unsaved candidate with the model's full_clean()."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        # A field we do not know is refused, not dropped: a client sending `api_key`
+        # must learn that it was not stored rather than believe it was.
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields) - _FORM_ONLY_KEYS)
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        candidate = self._candidate(attrs)
+        errors: dict[str, list[Any]] = {}
+        for check in (candidate.full_clean, lambda: self.clean_relations(candidate, attrs)):
+            try:
+                check()
+            except DjangoValidationError as exc:
+                for key, messages in drf_errors(exc).items():
+                    errors.setdefault(key, []).extend(messages)
+        if errors:
+            raise serializers.ValidationError(errors)
+        # clean() normalises values (sorted tags, catalogue memory, trimmed URLs): keep its result.
+        for name in self._writable_concrete_fields():
+            attrs[name] = getattr(candidate, name)
+        return attrs
+
+    def clean_relations(self, candidate: models.Model, attrs: dict[str, Any]) -> None:
+        """Check many-to-many values against the candidate; raise Django's ValidationError."""
+
+    def _candidate(self, attrs: dict[str, Any]) -> models.Model:
+        model = self.Meta.model
+        many_to_many = {field.name for field in model._meta.many_to_many}
+        plain = {name: value for name, value in attrs.items() if name not in many_to_many}
+        if self.instance is None:
+            return model(**plain)
+        # Model.__getstate__ copies _state and its caches, so edits leave the original untouched.
+        candidate = copy.copy(self.instance)
+        for name, value in plain.items():
+            setattr(candidate, name, value)
+        return candidate
+
+    def _writable_concrete_fields(self) -> list[str]:
+        return [
+            field.name for field in self.Meta.model._meta.concrete_fields
+            if field.name in self.fields and not self.fields[field.name].read_only
+        ]
+
+
+class HostSerializer(_FullCleanSerializer):
+    """A GPU host, with how many GPUs and instances it has."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api-host-detail")
+    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False,
+                                 help_text="Free-form labels.")
+    gpu_count = serializers.IntegerField(read_only=True)
+    instance_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = GpuHost
+        fields = ["id", "url", "name", "address", "datacenter", "rack", "tags", "cpu_cores",
+                  "ram_gb", "numa_nodes", "os", "driver_version", "cuda_version", "notes",
+                  "gpu_count", "instance_count", "created_at", "updated_at"]
+
+
+class GpuSerializer(_FullCleanSerializer):
+    """A GPU, identified by its host's name and its index on that host."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api-gpu-detail")
+    host = serializers.SlugRelatedField(slug_field="name", queryset=GpuHost.objects.all(),
+                                        help_text="The host's name.")
+    nvlink_peers = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=MAX_GPU_INDEX), required=False,
+        help_text="Indexes of the GPUs on the same host this one has NVLink to.")
+
+    class Meta:
+        model = Gpu
+        fields = ["id", "url", "host", "index", "uuid", "model", "form_factor", "memory_mib",
+                  "numa_node", "pci_bus_id", "nvlink_peers", "mig_mode"]
+
+
+class GpuIndexesField(serializers.ListField):
+    """An instance's GPUs as their indexes on the instance's host."""
+
+    child = serializers.IntegerField(min_value=0, max_value=MAX_GPU_INDEX)
+
+    def to_representation(self, data: Any) -> list[int]:
+        return sorted(gpu.index for gpu in data.all())
+
+
+class InstanceSerializer(_FullCleanSerializer):
+    """An inference engine instance; `api_key_env` is the name of a variable, never a key."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api-instance-detail")
+    host = serializers.SlugRelatedField(slug_field="name", queryset=GpuHost.objects.all(),
+                                        help_text="The host's name.")
+    gpus = GpuIndexesField(
+        required=False,
+        help_text="Indexes of the GPUs on the instance's host; as many as tensor x pipeline "
+                  "parallel size, or none.")
+
+    class Meta:
+        model = Instance
+        fields = ["id", "url", "name", "host", "gpus", "engine", "engine_version", "base_url",
+                  "served_model_name", "api_key_env", "max_model_len", "gpu_memory_utilization",
+                  "max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size",
+                  "pipeline_parallel_size", "dtype", "quantization", "kv_cache_dtype",
+                  "enable_prefix_caching", "extra_args", "enabled", "created_at", "updated_at"]
+
+    def clean_relations(self, candidate: models.Model, attrs: dict[str, Any]) -> None:
+        assert isinstance(candidate, Instance)
+        indexes = attrs.get("gpus")
+        if indexes is not None:
+            attrs["gpus"] = gpus = gpus_by_index(host=candidate.host, indexes=indexes)
+        elif self.instance is not None:
+            # Changing the host or the parallel sizes must still fit the GPUs already assigned.
+            gpus = list(self.instance.gpus.all())
+        else:
+            gpus = []
+        candidate.clean_gpus(gpus)
+
+
+def gpus_by_index(*, host: GpuHost, indexes: list[int]) -> list[Gpu]:
+    """The host's GPUs with these indexes; each index must be listed once and exist on the host."""
+    repeated = sorted({i for i in indexes if indexes.count(i) > 1})
+    if repeated:
+        raise DjangoValidationError(
+            {"gpus": f"GPU index {', '.join(map(str, repeated))} listed more than once."})
+    found = {gpu.index: gpu for gpu in Gpu.objects.filter(host=host, index__in=indexes)
+             .select_related("host")}
+    missing = [i for i in indexes if i not in found]
+    if missing:
+        raise DjangoValidationError(
+            {"gpus": f"Host {host.name} has no GPU with index {', '.join(map(str, missing))}."})
+    return [found[i] for i in sorted(indexes)]
+
+
+class GatewaySerializer(_FullCleanSerializer):
+    """A gateway in front of instances, which it names."""
+
+    # `url` is the gateway's own field (the URL clients call), so the hyperlink takes another name.
+    api_url = serializers.HyperlinkedIdentityField(view_name="api-gateway-detail",
+                                                   help_text="This gateway in the API.")
+    instances = serializers.SlugRelatedField(
+        slug_field="name", many=True, required=False, queryset=Instance.objects.all(),
+        help_text="Names of the instances behind the gateway.")
+
+    class Meta:
+        model = Gateway
+        fields = ["id", "api_url", "name", "kind", "url", "instances", "notes",
+                  "created_at", "updated_at"]
+
+
+class ChangeLogEntrySerializer(serializers.ModelSerializer):
+    """One create, edit or delete: `changes` maps each field to [before, after]."""
+
+    class Meta:
+        model = ChangeLogEntry
+        fields = ["actor_name", "source", "action", "changes", "timestamp"]
+        read_only_fields = fields
