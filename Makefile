@@ -1,0 +1,68 @@
+# LLM Ops Console. `make run` and `make test` set everything up from a bare Python >= 3.11.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PORT   ?= 8000
+export PORT
+
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+PYTEST_ARGS       ?=
+
+.PHONY: install run test test-embedded browser lint bench clean
+
+$(STAMP): pyproject.toml requirements.lock
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed, found " + sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --constraint requirements.lock --editable ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py bootstrap
+	$(PY) manage.py demo_fleet
+	@echo ""
+	@echo "  LLM Ops Console: http://127.0.0.1:$(PORT)/   (sign in as admin; password above)"
+	@echo "  Ctrl-C stops the web server, the worker and beat."
+	@echo ""
+	exec $(VENV)/bin/honcho start --port $(PORT) --procfile Procfile
+
+# Chromium for the browser test: Debian's package when we are root with apt, else Playwright's.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else $(PY) -m playwright install chromium; fi; }
+
+test: install browser
+	@rc=0; $(PY) tests/preflight.py || rc=$$?; \
+	if [ $$rc = 2 ]; then exit 1; fi; \
+	if [ $$rc = 0 ]; then \
+	  echo "== suite on PostgreSQL + Redis"; \
+	  DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS) || exit 1; \
+	else \
+	  echo "== PostgreSQL or Redis missing: the whole suite on the embedded default"; \
+	  $(MAKE) --no-print-directory test-embedded PYTEST_MARK= || exit 1; \
+	fi; \
+	$(MAKE) --no-print-directory test-embedded
+
+PYTEST_MARK ?= -m embedded
+test-embedded: install
+	@echo "== embedded default: SQLite + filesystem broker"
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	env -u CELERY_BROKER_URL OPS_VAR_DIR=$$tmp DATABASE_URL=sqlite:///$$tmp/test.sqlite3 \
+	  $(PY) -m pytest $(PYTEST_MARK) $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: install
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache
