@@ -80,9 +80,11 @@ class Gpu(models.Model):
         ordering = ["host__name", "index"]
         verbose_name = "GPU"
         constraints = [
-            models.UniqueConstraint(fields=["host", "index"], name="fleet_gpu_unique_index_per_host"),
+            models.UniqueConstraint(fields=["host", "index"], name="fleet_gpu_unique_index_per_host",
+                                    violation_error_message="This host already has a GPU with this index."),
             models.UniqueConstraint(fields=["uuid"], condition=~models.Q(uuid=""),
-                                    name="fleet_gpu_unique_uuid"),
+                                    name="fleet_gpu_unique_uuid",
+                                    violation_error_message="Another GPU already has this UUID."),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,66 @@
+"""Planning an import: parse the text, check every record, and say what applying would do.
+
+Nothing is written: the records are staged inside a transaction that is rolled back.
+All errors are collected, each with its line, so one pass shows everything to fix.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from fleet.inventory_io.outcome import ImportError_, ImportPlan
+from fleet.inventory_io.parse_csv import parse_csv
+from fleet.inventory_io.parse_yaml import parse_yaml
+from fleet.inventory_io.records import Record
+from fleet.inventory_io.staging import stage_records
+
+MAX_BYTES = 5 * 1024 * 1024
+FORMATS = ("yaml", "csv")
+_EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
+
+
+def detect_format(filename: str) -> str:
+    """The format a file name's extension implies; raises ValueError when it implies none."""
+    for extension, fmt in _EXTENSIONS.items():
+        if filename.lower().endswith(extension):
+            return fmt
+    raise ValueError(f"Cannot tell the format of {filename!r}: name it .yaml, .yml or .csv.")
+
+
+def plan_import(*, text: str, fmt: str) -> ImportPlan:
+    """Check `text` (in `fmt`, yaml or csv) against the database and list the changes."""
+    if fmt not in FORMATS:
+        raise ValueError(f"Unknown format {fmt!r}; use yaml or csv.")
+    size = len(text.encode())
+    if size > MAX_BYTES:
+        message = f"The input is {size / 2**20:.1f} MB; the limit is {MAX_BYTES // 2**20} MB."
+        return ImportPlan(errors=[ImportError_(message)])
+    records, errors = _parse(text.removeprefix("\ufeff"), fmt)
+    records, duplicates = _without_duplicates(records)
+    with transaction.atomic():
+        staged = stage_records(records=records, log=None)
+        transaction.set_rollback(True)
+    all_errors = sorted(errors + duplicates + staged.errors, key=lambda e: e.line or 0)
+    return ImportPlan(errors=all_errors, changes=staged.changes, records=records)
+
+
+def _parse(text: str, fmt: str) -> tuple[list[Record], list[ImportError_]]:
+    if fmt == "csv":
+        return parse_csv(text=text)
+    return parse_yaml(text=text)
+
+
+def _without_duplicates(records: list[Record]) -> tuple[list[Record], list[ImportError_]]:
+    first_line: dict[tuple[str, str], int | None] = {}
+    kept: list[Record] = []
+    errors: list[ImportError_] = []
+    for record in records:
+        natural = (record.kind, record.key)
+        if natural in first_line:
+            errors.append(ImportError_(
+                f"Duplicate {record.kind} (first given on line {first_line[natural]}).",
+                line=record.line, kind=record.kind, key=record.key))
+            continue
+        first_line[natural] = record.line
+        kept.append(record)
+    return kept, errors

@@ -1,0 +1,87 @@
+"""Turning a value as a file wrote it (YAML scalar, list, or CSV cell) into a model value.
+
+An empty value (a blank CSV cell, YAML null or "") means the field's blank or default
+value. YAML numbers are refused for text fields, because YAML reads 12.10 as 12.1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from fleet.inventory_io.records import KINDS
+
+_INT_LISTS = frozenset({"nvlink_peers", "gpus"})
+_TEXT_LISTS = frozenset({"tags", "instances"})
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+def coerce(*, kind: str, name: str, raw: Any) -> Any:
+    """The model value for field `name` of a `kind` record; raises ValidationError."""
+    if name in _INT_LISTS:
+        return [_list_item(item, int) for item in _as_list(raw)]
+    if name in _TEXT_LISTS:
+        return [_list_item(item, str) for item in _as_list(raw)]
+    if name == "host":
+        return _host_name(raw)
+    field = KINDS[kind]._meta.get_field(name)
+    if raw is None or raw == "":
+        return field.get_default()
+    if isinstance(field, models.BooleanField):
+        return _boolean(raw)
+    if isinstance(field, models.CharField | models.TextField):
+        return _text(raw)
+    return _number(field, raw)
+
+
+def _as_list(raw: Any) -> list[Any]:
+    if raw is None or raw == "":
+        return []
+    if not isinstance(raw, list):
+        raise ValidationError("Give a list.")
+    return raw
+
+
+def _list_item(item: Any, kind: type) -> Any:
+    if kind is int:
+        if isinstance(item, bool) or not isinstance(item, int | str):
+            raise ValidationError(f"{item!r} is not a whole number.")
+        try:
+            return int(item)
+        except ValueError:
+            raise ValidationError(f"{item!r} is not a whole number.") from None
+    if not isinstance(item, str | int) or isinstance(item, bool):
+        raise ValidationError(f"{item!r} is not text.")
+    return str(item)
+
+
+def _host_name(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValidationError("Give the name of the host.")
+    return raw.strip()
+
+
+def _boolean(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise ValidationError(f"{raw!r} is not true or false.")
+
+
+def _number(field: models.Field, raw: Any) -> Any:
+    integral = isinstance(raw, float) and raw.is_integer()
+    if isinstance(raw, bool) or (isinstance(field, models.IntegerField) and isinstance(raw, float)
+                                 and not integral):
+        raise ValidationError(f"{raw!r} is not a valid {field.description.lower()}.")
+    return field.to_python(raw)
+
+
+def _text(raw: Any) -> str:
+    if isinstance(raw, bool | float) or not isinstance(raw, str | int):
+        raise ValidationError(f"Write {raw!r} as quoted text.")
+    return str(raw)
