@@ -53,7 +53,7 @@ def test_viewers_and_engineers_cannot_change_the_inventory(client, cast, role):
 
 def test_the_host_list_has_an_empty_state_that_says_how_to_add_the_first_host(sre_client):
     content = sre_client.get(reverse("fleet:host-list")).content.decode()
-    assert "No gpu hosts yet" in content
+    assert "No GPU hosts yet" in content
     assert reverse("fleet:host-create") in content
 
 
