@@ -62,6 +62,7 @@ test-embedded: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/djlint templates --lint --profile=django
 
 bench: install
 	$(PY) -m benchmarks

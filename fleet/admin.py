@@ -9,9 +9,7 @@ class ChangeLoggedAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         # The snapshot is kept on the request: a ModelAdmin instance serves every request.
-        request._fleet_before = (
-            change_tracking.snapshot(type(obj).objects.get(pk=obj.pk)) if change else None
-        )
+        request._fleet_before = change_tracking.snapshot(type(obj).objects.get(pk=obj.pk)) if change else None
         super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
@@ -20,8 +18,7 @@ class ChangeLoggedAdmin(admin.ModelAdmin):
         if before is None:
             change_tracking.record_create(form.instance, actor=request.user, source="admin")
         else:
-            change_tracking.record_update(form.instance, before=before, actor=request.user,
-                                          source="admin")
+            change_tracking.record_update(form.instance, before=before, actor=request.user, source="admin")
 
     def delete_model(self, request, obj):
         change_tracking.delete_with_log(obj, actor=request.user, source="admin")

@@ -21,10 +21,20 @@ def gpu_memory_by_host() -> dict:
             hosts.append(host_name)
         per_model[model][host_name] += memory_mib / 1024
     figure = go.Figure(
-        [go.Bar(name=gpu_catalog.CATALOGUE[m].name if m in gpu_catalog.CATALOGUE else m,
-                x=hosts, y=[round(per_model[m][h], 1) for h in hosts])
-         for m in sorted(per_model)]
+        [
+            go.Bar(
+                name=gpu_catalog.CATALOGUE[m].name if m in gpu_catalog.CATALOGUE else m,
+                x=hosts,
+                y=[round(per_model[m][h], 1) for h in hosts],
+            )
+            for m in sorted(per_model)
+        ]
     )
-    figure.update_layout(barmode="stack", height=320, margin={"l": 50, "r": 10, "t": 10, "b": 40},
-                         yaxis_title="GiB", legend={"orientation": "h", "y": -0.2})
+    figure.update_layout(
+        barmode="stack",
+        height=320,
+        margin={"l": 50, "r": 10, "t": 10, "b": 40},
+        yaxis_title="GiB",
+        legend={"orientation": "h", "y": -0.2},
+    )
     return json.loads(pio.to_json(figure))

@@ -29,8 +29,14 @@ class HostFilterSet(_SearchFilterSet):
     datacenter = django_filters.CharFilter(lookup_expr="iexact")
     tag = django_filters.CharFilter(method="filter_tag", label="Tag")
     sort = django_filters.OrderingFilter(
-        fields=(("name", "name"), ("address", "address"), ("datacenter", "datacenter"),
-                ("gpu_count", "gpus"), ("instance_count", "instances"), ("updated_at", "updated")),
+        fields=(
+            ("name", "name"),
+            ("address", "address"),
+            ("datacenter", "datacenter"),
+            ("gpu_count", "gpus"),
+            ("instance_count", "instances"),
+            ("updated_at", "updated"),
+        ),
     )
 
     class Meta:
@@ -60,8 +66,13 @@ class InstanceFilterSet(_SearchFilterSet):
     host = django_filters.ModelChoiceFilter(queryset=GpuHost.objects.all(), to_field_name="name")
     engine = django_filters.ChoiceFilter(choices=Engine.choices)
     sort = django_filters.OrderingFilter(
-        fields=(("name", "name"), ("host__name", "host"), ("engine", "engine"),
-                ("served_model_name", "model"), ("updated_at", "updated")),
+        fields=(
+            ("name", "name"),
+            ("host__name", "host"),
+            ("engine", "engine"),
+            ("served_model_name", "model"),
+            ("updated_at", "updated"),
+        ),
     )
 
     class Meta:

@@ -25,7 +25,7 @@ class CommaListField(forms.CharField):
         try:
             return [self.item_type(item) for item in items]
         except ValueError:
-            raise ValidationError("Enter a comma-separated list of numbers.", code="invalid_list")
+            raise ValidationError("Enter a comma-separated list of numbers.", code="invalid_list") from None
 
 
 class HostForm(forms.ModelForm):
@@ -33,19 +33,44 @@ class HostForm(forms.ModelForm):
 
     class Meta:
         model = GpuHost
-        fields = ["name", "address", "datacenter", "rack", "tags", "cpu_cores", "ram_gb",
-                  "numa_nodes", "os", "driver_version", "cuda_version", "notes"]
+        fields = [
+            "name",
+            "address",
+            "datacenter",
+            "rack",
+            "tags",
+            "cpu_cores",
+            "ram_gb",
+            "numa_nodes",
+            "os",
+            "driver_version",
+            "cuda_version",
+            "notes",
+        ]
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
 
 
 class GpuForm(forms.ModelForm):
-    nvlink_peers = CommaListField(item_type=int, label="NVLink peers",
-                                  help_text="Indexes of the GPUs this one has NVLink to, like 1, 2, 3.")
+    nvlink_peers = CommaListField(
+        item_type=int,
+        label="NVLink peers",
+        help_text="Indexes of the GPUs this one has NVLink to, like 1, 2, 3.",
+    )
 
     class Meta:
         model = Gpu
-        fields = ["host", "index", "model", "form_factor", "memory_mib", "uuid", "numa_node",
-                  "pci_bus_id", "nvlink_peers", "mig_mode"]
+        fields = [
+            "host",
+            "index",
+            "model",
+            "form_factor",
+            "memory_mib",
+            "uuid",
+            "numa_node",
+            "pci_bus_id",
+            "nvlink_peers",
+            "mig_mode",
+        ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -55,20 +80,61 @@ class GpuForm(forms.ModelForm):
 class InstanceForm(forms.ModelForm):
     class Meta:
         model = Instance
-        fields = ["name", "host", "gpus", "engine", "engine_version", "base_url", "served_model_name",
-                  "api_key_env", "enabled", "tensor_parallel_size", "pipeline_parallel_size",
-                  "max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-                  "dtype", "quantization", "kv_cache_dtype", "enable_prefix_caching", "extra_args"]
+        fields = [
+            "name",
+            "host",
+            "gpus",
+            "engine",
+            "engine_version",
+            "base_url",
+            "served_model_name",
+            "api_key_env",
+            "enabled",
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "max_model_len",
+            "gpu_memory_utilization",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "dtype",
+            "quantization",
+            "kv_cache_dtype",
+            "enable_prefix_caching",
+            "extra_args",
+        ]
         widgets = {
             "gpus": forms.SelectMultiple(attrs={"size": 6}),
             "extra_args": forms.Textarea(attrs={"rows": 2}),
             "gpu_memory_utilization": forms.NumberInput(attrs={"step": "0.01"}),
         }
 
+        labels = {
+            "tensor_parallel_size": "Tensor parallel size (--tensor-parallel-size)",
+            "pipeline_parallel_size": "Pipeline parallel size (--pipeline-parallel-size)",
+            "max_model_len": "Max model length (--max-model-len)",
+            "gpu_memory_utilization": "GPU memory utilization (--gpu-memory-utilization)",
+            "max_num_seqs": "Max sequences (--max-num-seqs)",
+            "max_num_batched_tokens": "Max batched tokens (--max-num-batched-tokens)",
+            "dtype": "dtype (--dtype)",
+            "quantization": "Quantization (--quantization)",
+            "kv_cache_dtype": "KV cache dtype (--kv-cache-dtype)",
+            "enable_prefix_caching": "Prefix caching",
+        }
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["gpus"].queryset = Gpu.objects.select_related("host")
-        self.fields["gpus"].help_text = "GPUs on the chosen host; as many as tensor x pipeline parallel."
+        # Only the chosen host's GPUs; inline validation re-renders this list when the host changes.
+        host_id = (
+            self.data.get("host") if self.is_bound else (self.initial.get("host") or self.instance.host_id)
+        )
+        try:
+            gpus = Gpu.objects.filter(host_id=int(host_id))
+        except (TypeError, ValueError):
+            gpus = Gpu.objects.none()
+        self.fields["gpus"].queryset = gpus.select_related("host")
+        self.fields["gpus"].help_text = (
+            "As many as tensor x pipeline parallel size." if host_id else "Choose the host first."
+        )
 
     def _post_clean(self):
         # The GPU rules need the instance's host, which ModelForm sets only here.
@@ -85,18 +151,23 @@ class GatewayForm(forms.ModelForm):
     class Meta:
         model = Gateway
         fields = ["name", "kind", "url", "instances", "notes"]
-        widgets = {"instances": forms.SelectMultiple(attrs={"size": 6}),
-                   "notes": forms.Textarea(attrs={"rows": 3})}
+        widgets = {
+            "instances": forms.SelectMultiple(attrs={"size": 6}),
+            "notes": forms.Textarea(attrs={"rows": 3}),
+        }
 
 
 class ImportForm(forms.Form):
     MAX_BYTES = 5 * 1024 * 1024
 
     file = forms.FileField(required=False, help_text="A .yaml, .yml or .csv inventory file.")
-    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
-                           label="Or paste", help_text="YAML or CSV, as exported.")
-    format = forms.ChoiceField(choices=[("auto", "Detect"), ("yaml", "YAML"), ("csv", "CSV")],
-                               initial="auto")
+    text = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+        label="Or paste",
+        help_text="YAML or CSV, as exported.",
+    )
+    format = forms.ChoiceField(choices=[("auto", "Detect"), ("yaml", "YAML"), ("csv", "CSV")], initial="auto")
 
     def clean(self):
         cleaned = super().clean()
@@ -107,7 +178,7 @@ class ImportForm(forms.Form):
             try:
                 cleaned["text"] = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:
-                raise ValidationError("The file is not UTF-8 text.")
+                raise ValidationError("The file is not UTF-8 text.") from None
             cleaned["filename"] = upload.name
         elif not (cleaned.get("text") or "").strip():
             raise ValidationError("Choose a file or paste the inventory.")

@@ -36,9 +36,7 @@ validate_pci_bus_id = RegexValidator(
     code="invalid_pci_bus_id",
 )
 
-validate_http_url = URLValidator(
-    schemes=["http", "https"], message="Enter an http:// or https:// URL."
-)
+validate_http_url = URLValidator(schemes=["http", "https"], message="Enter an http:// or https:// URL.")
 
 
 def validate_address(value: str) -> None:

@@ -37,7 +37,7 @@ def env_int(name: str, default: int, *, minimum: int = 0, maximum: int = 2**31) 
     try:
         value = int(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: expected a whole number.")
+        raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: expected a whole number.") from None
     if not minimum <= value <= maximum:
         raise ImproperlyConfigured(f"{name}={value} is out of range {minimum}..{maximum}.")
     return value

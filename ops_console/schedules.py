@@ -8,7 +8,9 @@ change the interval or disable a task in the admin, and a later sync keeps that 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 
@@ -21,8 +23,12 @@ class Schedule:
 
 
 SCHEDULES: tuple[Schedule, ...] = (
-    Schedule(name="worker heartbeat", task="ops_console.heartbeat", every_seconds=60,
-             description="Shows on /healthz that a worker and beat are running."),
+    Schedule(
+        name="worker heartbeat",
+        task="ops_console.heartbeat",
+        every_seconds=60,
+        description="Shows on /healthz that a worker and beat are running.",
+    ),
 )
 
 
@@ -34,7 +40,13 @@ def sync_periodic_tasks() -> list[PeriodicTask]:
         )
         task, created = PeriodicTask.objects.get_or_create(
             name=schedule.name,
-            defaults={"task": schedule.task, "interval": interval, "description": schedule.description},
+            defaults={
+                "task": schedule.task,
+                "interval": interval,
+                "description": schedule.description,
+                # due at once: a fresh console shows results without waiting an interval
+                "last_run_at": timezone.now() - timedelta(seconds=schedule.every_seconds),
+            },
         )
         if not created and task.task != schedule.task:
             task.task = schedule.task

@@ -6,21 +6,41 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from ops_console import views
 
 SECTIONS = [
-    ("incidents", "incidents:index", "Incidents",
-     "Incidents opened from alerts, their timelines, root causes and review statistics."),
-    ("troubleshoot", "diagnostics:troubleshoot", "Troubleshoot",
-     "Decision-tree walkthroughs fed by live probe data, and log triage."),
-    ("sizing", "diagnostics:sizing", "Sizing",
-     "GPU memory and KV-cache sizing that follows vLLM's own accounting."),
-    ("configs", "diagnostics:configs", "Configs",
-     "Generators for vLLM launch commands, nginx gateways, Kubernetes, systemd and alert rules."),
+    (
+        "incidents",
+        "incidents:index",
+        "Incidents",
+        "Incidents opened from alerts, their timelines, root causes and review statistics.",
+    ),
+    (
+        "troubleshoot",
+        "diagnostics:troubleshoot",
+        "Troubleshoot",
+        "Decision-tree walkthroughs fed by live probe data, and log triage.",
+    ),
+    (
+        "sizing",
+        "diagnostics:sizing",
+        "Sizing",
+        "GPU memory and KV-cache sizing that follows vLLM's own accounting.",
+    ),
+    (
+        "configs",
+        "diagnostics:configs",
+        "Configs",
+        "Generators for vLLM launch commands, nginx gateways, Kubernetes, systemd and alert rules.",
+    ),
 ]
 
 
 def _section_patterns(app: str) -> tuple[list, str]:
     patterns = [
-        path(f"{slug}/", views.section, {"title": title, "section": slug, "summary": summary},
-             name=url_name.split(":")[1])
+        path(
+            f"{slug}/",
+            views.section,
+            {"title": title, "section": slug, "summary": summary},
+            name=url_name.split(":")[1],
+        )
         for slug, url_name, title, summary in SECTIONS
         if url_name.startswith(app + ":")
     ]

@@ -11,8 +11,15 @@ _seq = itertools.count(1)
 
 def make_host(**fields) -> GpuHost:
     n = next(_seq)
-    values = {"name": f"gpu-node-{n:02d}", "address": f"10.0.0.{n % 250 + 1}",
-              "datacenter": "dc1", "rack": "r1", "numa_nodes": 2, "cpu_cores": 64, "ram_gb": 512}
+    values = {
+        "name": f"gpu-node-{n:02d}",
+        "address": f"10.0.0.{n % 250 + 1}",
+        "datacenter": "dc1",
+        "rack": "r1",
+        "numa_nodes": 2,
+        "cpu_cores": 64,
+        "ram_gb": 512,
+    }
     values.update(fields)
     host = GpuHost(**values)
     host.full_clean()
@@ -31,9 +38,14 @@ def make_gpu(host: GpuHost, **fields) -> Gpu:
 
 def make_instance(host: GpuHost, *, gpus: list[Gpu] | None = None, **fields) -> Instance:
     n = next(_seq)
-    values = {"name": f"vllm-{n:02d}", "base_url": f"http://127.0.0.1:{8100 + n}",
-              "served_model_name": "Qwen/Qwen3-8B", "engine_version": "0.11.2",
-              "max_model_len": 32768, "max_num_seqs": 64}
+    values = {
+        "name": f"vllm-{n:02d}",
+        "base_url": f"http://127.0.0.1:{8100 + n}",
+        "served_model_name": "Qwen/Qwen3-8B",
+        "engine_version": "0.11.2",
+        "max_model_len": 32768,
+        "max_num_seqs": 64,
+    }
     values.update(fields)
     instance = Instance(host=host, **values)
     instance.full_clean()

@@ -79,7 +79,8 @@ class _FullCleanSerializer(serializers.ModelSerializer):
 
     def _writable_concrete_fields(self) -> list[str]:
         return [
-            field.name for field in self.Meta.model._meta.concrete_fields
+            field.name
+            for field in self.Meta.model._meta.concrete_fields
             if field.name in self.fields and not self.fields[field.name].read_only
         ]
 
@@ -88,32 +89,65 @@ class HostSerializer(_FullCleanSerializer):
     """A GPU host, with how many GPUs and instances it has."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api-host-detail")
-    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False,
-                                 help_text="Free-form labels.")
+    tags = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False, help_text="Free-form labels."
+    )
     gpu_count = serializers.IntegerField(read_only=True)
     instance_count = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = GpuHost
-        fields = ["id", "url", "name", "address", "datacenter", "rack", "tags", "cpu_cores",
-                  "ram_gb", "numa_nodes", "os", "driver_version", "cuda_version", "notes",
-                  "gpu_count", "instance_count", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "url",
+            "name",
+            "address",
+            "datacenter",
+            "rack",
+            "tags",
+            "cpu_cores",
+            "ram_gb",
+            "numa_nodes",
+            "os",
+            "driver_version",
+            "cuda_version",
+            "notes",
+            "gpu_count",
+            "instance_count",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class GpuSerializer(_FullCleanSerializer):
     """A GPU, identified by its host's name and its index on that host."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api-gpu-detail")
-    host = serializers.SlugRelatedField(slug_field="name", queryset=GpuHost.objects.all(),
-                                        help_text="The host's name.")
+    host = serializers.SlugRelatedField(
+        slug_field="name", queryset=GpuHost.objects.all(), help_text="The host's name."
+    )
     nvlink_peers = serializers.ListField(
-        child=serializers.IntegerField(min_value=0, max_value=MAX_GPU_INDEX), required=False,
-        help_text="Indexes of the GPUs on the same host this one has NVLink to.")
+        child=serializers.IntegerField(min_value=0, max_value=MAX_GPU_INDEX),
+        required=False,
+        help_text="Indexes of the GPUs on the same host this one has NVLink to.",
+    )
 
     class Meta:
         model = Gpu
-        fields = ["id", "url", "host", "index", "uuid", "model", "form_factor", "memory_mib",
-                  "numa_node", "pci_bus_id", "nvlink_peers", "mig_mode"]
+        fields = [
+            "id",
+            "url",
+            "host",
+            "index",
+            "uuid",
+            "model",
+            "form_factor",
+            "memory_mib",
+            "numa_node",
+            "pci_bus_id",
+            "nvlink_peers",
+            "mig_mode",
+        ]
 
 
 class GpuIndexesField(serializers.ListField):
@@ -129,20 +163,43 @@ class InstanceSerializer(_FullCleanSerializer):
     """An inference engine instance; `api_key_env` is the name of a variable, never a key."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api-instance-detail")
-    host = serializers.SlugRelatedField(slug_field="name", queryset=GpuHost.objects.all(),
-                                        help_text="The host's name.")
+    host = serializers.SlugRelatedField(
+        slug_field="name", queryset=GpuHost.objects.all(), help_text="The host's name."
+    )
     gpus = GpuIndexesField(
         required=False,
         help_text="Indexes of the GPUs on the instance's host; as many as tensor x pipeline "
-                  "parallel size, or none.")
+        "parallel size, or none.",
+    )
 
     class Meta:
         model = Instance
-        fields = ["id", "url", "name", "host", "gpus", "engine", "engine_version", "base_url",
-                  "served_model_name", "api_key_env", "max_model_len", "gpu_memory_utilization",
-                  "max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size",
-                  "pipeline_parallel_size", "dtype", "quantization", "kv_cache_dtype",
-                  "enable_prefix_caching", "extra_args", "enabled", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "url",
+            "name",
+            "host",
+            "gpus",
+            "engine",
+            "engine_version",
+            "base_url",
+            "served_model_name",
+            "api_key_env",
+            "max_model_len",
+            "gpu_memory_utilization",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "dtype",
+            "quantization",
+            "kv_cache_dtype",
+            "enable_prefix_caching",
+            "extra_args",
+            "enabled",
+            "created_at",
+            "updated_at",
+        ]
 
     def clean_relations(self, candidate: models.Model, attrs: dict[str, Any]) -> None:
         assert isinstance(candidate, Instance)
@@ -162,13 +219,16 @@ def gpus_by_index(*, host: GpuHost, indexes: list[int]) -> list[Gpu]:
     repeated = sorted({i for i in indexes if indexes.count(i) > 1})
     if repeated:
         raise DjangoValidationError(
-            {"gpus": f"GPU index {', '.join(map(str, repeated))} listed more than once."})
-    found = {gpu.index: gpu for gpu in Gpu.objects.filter(host=host, index__in=indexes)
-             .select_related("host")}
+            {"gpus": f"GPU index {', '.join(map(str, repeated))} listed more than once."}
+        )
+    found = {
+        gpu.index: gpu for gpu in Gpu.objects.filter(host=host, index__in=indexes).select_related("host")
+    }
     missing = [i for i in indexes if i not in found]
     if missing:
         raise DjangoValidationError(
-            {"gpus": f"Host {host.name} has no GPU with index {', '.join(map(str, missing))}."})
+            {"gpus": f"Host {host.name} has no GPU with index {', '.join(map(str, missing))}."}
+        )
     return [found[i] for i in sorted(indexes)]
 
 
@@ -176,16 +236,20 @@ class GatewaySerializer(_FullCleanSerializer):
     """A gateway in front of instances, which it names."""
 
     # `url` is the gateway's own field (the URL clients call), so the hyperlink takes another name.
-    api_url = serializers.HyperlinkedIdentityField(view_name="api-gateway-detail",
-                                                   help_text="This gateway in the API.")
+    api_url = serializers.HyperlinkedIdentityField(
+        view_name="api-gateway-detail", help_text="This gateway in the API."
+    )
     instances = serializers.SlugRelatedField(
-        slug_field="name", many=True, required=False, queryset=Instance.objects.all(),
-        help_text="Names of the instances behind the gateway.")
+        slug_field="name",
+        many=True,
+        required=False,
+        queryset=Instance.objects.all(),
+        help_text="Names of the instances behind the gateway.",
+    )
 
     class Meta:
         model = Gateway
-        fields = ["id", "api_url", "name", "kind", "url", "instances", "notes",
-                  "created_at", "updated_at"]
+        fields = ["id", "api_url", "name", "kind", "url", "instances", "notes", "created_at", "updated_at"]
 
 
 class ChangeLogEntrySerializer(serializers.ModelSerializer):

@@ -49,8 +49,9 @@ class _InventoryViewSet(viewsets.ModelViewSet):
         # Read back through the list queryset, so the reply has the counts and relations a row has.
         return self.get_queryset().get(pk=obj.pk)
 
-    @extend_schema(summary="The change log of one object, newest first.",
-                   responses=ChangeLogEntrySerializer(many=True))
+    @extend_schema(
+        summary="The change log of one object, newest first.", responses=ChangeLogEntrySerializer(many=True)
+    )
     @action(detail=True, methods=["get"], filter_backends=[])
     def changes(self, request: Request, pk: str | None = None) -> Response:
         entries = ChangeLogEntry.objects.for_object(self.get_object())
@@ -79,7 +80,8 @@ class InstanceViewSet(_InventoryViewSet):
     """Inference engine instances; `api_key_env` names a variable, the key is never stored."""
 
     queryset = Instance.objects.select_related("host").prefetch_related(
-        Prefetch("gpus", queryset=Gpu.objects.select_related("host")))
+        Prefetch("gpus", queryset=Gpu.objects.select_related("host"))
+    )
     serializer_class = InstanceSerializer
     filterset_class = InstanceFilterSet
 

@@ -31,8 +31,7 @@ def _objects() -> dict[str, models.QuerySet]:
     return {
         "host": GpuHost.objects.order_by("name"),
         "gpu": Gpu.objects.select_related("host").order_by("host__name", "index"),
-        "instance": Instance.objects.select_related("host").prefetch_related("gpus")
-        .order_by("name"),
+        "instance": Instance.objects.select_related("host").prefetch_related("gpus").order_by("name"),
         "gateway": Gateway.objects.prefetch_related("instances").order_by("name"),
     }
 
@@ -51,8 +50,9 @@ _Dumper.add_representer(list, _represent_list)
 
 def _yaml(records: dict[str, list[dict[str, Any]]]) -> str:
     document = {plural: records[kind] for plural, kind in PLURALS.items()}
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=100)
+    return yaml.dump(
+        document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+    )
 
 
 def _csv(records: dict[str, list[dict[str, Any]]]) -> str:

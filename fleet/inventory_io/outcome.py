@@ -23,8 +23,7 @@ class ImportError_:  # the underscore keeps it apart from the builtin ImportErro
     field: str = ""
 
     def __str__(self) -> str:
-        where = [f"line {self.line}" if self.line else "", f"{self.kind} {self.key}".strip(),
-                 self.field]
+        where = [f"line {self.line}" if self.line else "", f"{self.kind} {self.key}".strip(), self.field]
         return ": ".join([part for part in where if part] + [self.message])
 
 
@@ -84,5 +83,4 @@ class ImportResult:
 
 
 def counts_summary(counts: dict[str, int]) -> str:
-    return (f"{counts['create']} created, {counts['update']} updated, "
-            f"{counts['unchanged']} unchanged")
+    return f"{counts['create']} created, {counts['update']} updated, {counts['unchanged']} unchanged"

@@ -59,15 +59,15 @@ def _header_errors(columns: list[str], line: int) -> Iterator[ImportError_]:
 def _record(columns: list[str], row: Row, errors: list[ImportError_]) -> Record | None:
     line, cells = row
     if len(cells) > len(columns):
-        errors.append(ImportError_(
-            f"The row has {len(cells)} cells but the header has {len(columns)}.", line=line))
+        errors.append(
+            ImportError_(f"The row has {len(cells)} cells but the header has {len(columns)}.", line=line)
+        )
         return None
     cells = [cell.strip() for cell in cells] + [""] * (len(columns) - len(cells))
     by_column = dict(zip(columns, cells, strict=True))
     kind = by_column.get("kind", "").lower()
     if kind not in KINDS:
-        errors.append(ImportError_(f"Unknown kind {kind!r}; use {_KIND_LIST}.", line=line,
-                                   field="kind"))
+        errors.append(ImportError_(f"Unknown kind {kind!r}; use {_KIND_LIST}.", line=line, field="kind"))
         return None
     return _fill(Record(kind=kind, line=line), by_column, errors)
 
@@ -79,8 +79,15 @@ def _fill(record: Record, by_column: dict[str, str], errors: list[ImportError_])
             record.values[own[column]] = _cell_value(own[column], cell)
     for column, cell in by_column.items():
         if cell and column not in own and column in _ALL_COLUMNS - {"kind"}:
-            errors.append(ImportError_(f"A {record.kind} has no such field.", line=record.line,
-                                       kind=record.kind, key=record.key, field=column))
+            errors.append(
+                ImportError_(
+                    f"A {record.kind} has no such field.",
+                    line=record.line,
+                    kind=record.kind,
+                    key=record.key,
+                    field=column,
+                )
+            )
     return record
 
 

@@ -40,7 +40,8 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMappi
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, Hashable):
             raise yaml.constructor.ConstructorError(
-                None, None, "found a key that is not a scalar", key_node.start_mark)
+                None, None, "found a key that is not a scalar", key_node.start_mark
+            )
         line = key_node.start_mark.line + 1
         if key in key_lines:
             message = f"Duplicate key (first given on line {key_lines[key]})."
@@ -82,15 +83,15 @@ def _document_records(document: Any) -> tuple[list[Record], list[ImportError_]]:
     for section, items in document.items():
         line = document.key_lines[section]
         if section not in PLURALS:
-            errors.append(ImportError_(f"Unknown section; use {_SECTIONS}.", line=line,
-                                       field=str(section)))
+            errors.append(ImportError_(f"Unknown section; use {_SECTIONS}.", line=line, field=str(section)))
             continue
         _read_section(PLURALS[section], items, line, records, errors)
     return records, errors
 
 
-def _read_section(kind: str, items: Any, line: int, records: list[Record],
-                  errors: list[ImportError_]) -> None:
+def _read_section(
+    kind: str, items: Any, line: int, records: list[Record], errors: list[ImportError_]
+) -> None:
     if items is None:
         return
     if not isinstance(items, list):
@@ -98,8 +99,7 @@ def _read_section(kind: str, items: Any, line: int, records: list[Record],
         return
     for number, item in enumerate(items, start=1):
         if not isinstance(item, LineMapping):
-            errors.append(ImportError_(f"Item {number} is not a mapping.", line=line,
-                                       field=f"{kind}s"))
+            errors.append(ImportError_(f"Item {number} is not a mapping.", line=line, field=f"{kind}s"))
             continue
         records.append(_record(kind, item, errors))
 
@@ -111,6 +111,13 @@ def _record(kind: str, item: LineMapping, errors: list[ImportError_]) -> Record:
             record.values[name] = value
     for name in item:
         if name not in FIELDS[kind]:
-            errors.append(ImportError_(f"Unknown field for a {kind}.", line=item.key_lines[name],
-                                       kind=kind, key=record.key, field=str(name)))
+            errors.append(
+                ImportError_(
+                    f"Unknown field for a {kind}.",
+                    line=item.key_lines[name],
+                    kind=kind,
+                    key=record.key,
+                    field=str(name),
+                )
+            )
     return record

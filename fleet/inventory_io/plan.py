@@ -57,9 +57,14 @@ def _without_duplicates(records: list[Record]) -> tuple[list[Record], list[Impor
     for record in records:
         natural = (record.kind, record.key)
         if natural in first_line:
-            errors.append(ImportError_(
-                f"Duplicate {record.kind} (first given on line {first_line[natural]}).",
-                line=record.line, kind=record.kind, key=record.key))
+            errors.append(
+                ImportError_(
+                    f"Duplicate {record.kind} (first given on line {first_line[natural]}).",
+                    line=record.line,
+                    kind=record.kind,
+                    key=record.key,
+                )
+            )
             continue
         first_line[natural] = record.line
         kept.append(record)

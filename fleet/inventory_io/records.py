@@ -43,7 +43,9 @@ def csv_columns(kind: str) -> dict[str, str]:
 
 
 CSV_COLUMNS: tuple[str, ...] = (
-    "kind", *dict.fromkeys(column for kind in KINDS for column in csv_columns(kind)))
+    "kind",
+    *dict.fromkeys(column for kind in KINDS for column in csv_columns(kind)),
+)
 
 
 @dataclass

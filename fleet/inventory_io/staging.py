@@ -97,8 +97,9 @@ def _clean(obj: models.Model, skip: set[str]) -> Problems:
     return []
 
 
-def _commit(record: Record, obj: models.Model, before: dict | None, related: _Related,
-            log: ChangeLog | None) -> tuple[PlannedChange | None, Problems]:
+def _commit(
+    record: Record, obj: models.Model, before: dict | None, related: _Related, log: ChangeLog | None
+) -> tuple[PlannedChange | None, Problems]:
     """Save the object unless it is unchanged, so updated_at only moves on a real change."""
     if before is not None and not change_tracking.diff(before, _planned(obj, related)):
         return _planned_change(record, "unchanged", {}), []
@@ -135,10 +136,14 @@ def _save(obj: models.Model, related: _Related) -> Problems:
 
 
 def _planned_change(record: Record, action: str, diff: dict[str, list[Any]]) -> PlannedChange:
-    return PlannedChange(kind=record.kind, key=record.key, action=action, diff=diff,
-                         line=record.line)
+    return PlannedChange(kind=record.kind, key=record.key, action=action, diff=diff, line=record.line)
 
 
 def _located(record: Record, name: str, message: str) -> ImportError_:
-    return ImportError_(message, line=record.line, kind=record.kind, key=record.key,
-                        field="" if name == NON_FIELD_ERRORS else name)
+    return ImportError_(
+        message,
+        line=record.line,
+        kind=record.kind,
+        key=record.key,
+        field="" if name == NON_FIELD_ERRORS else name,
+    )

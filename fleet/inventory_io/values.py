@@ -75,8 +75,9 @@ def _boolean(raw: Any) -> bool:
 
 def _number(field: models.Field, raw: Any) -> Any:
     integral = isinstance(raw, float) and raw.is_integer()
-    if isinstance(raw, bool) or (isinstance(field, models.IntegerField) and isinstance(raw, float)
-                                 and not integral):
+    if isinstance(raw, bool) or (
+        isinstance(field, models.IntegerField) and isinstance(raw, float) and not integral
+    ):
         raise ValidationError(f"{raw!r} is not a valid {field.description.lower()}.")
     return field.to_python(raw)
 

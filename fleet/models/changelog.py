@@ -27,8 +27,9 @@ class ChangeLogEntry(models.Model):
     object_id = models.PositiveBigIntegerField()
     object_repr = models.CharField(max_length=200)
     action = models.CharField(max_length=8, choices=ChangeAction.choices)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                              on_delete=models.SET_NULL, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     actor_name = models.CharField(max_length=150, help_text="Kept when the user is deleted.")
     source = models.CharField(max_length=16, default="web", help_text="web, api, import or cli.")
     changes = models.JSONField(default=dict)

@@ -16,8 +16,12 @@ class GatewayKind(models.TextChoices):
 class Gateway(models.Model):
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     kind = models.CharField(max_length=16, choices=GatewayKind.choices, default=GatewayKind.NGINX)
-    url = models.CharField("URL", max_length=300, validators=[validate_http_url],
-                           help_text="The URL clients call, like https://llm.example.com.")
+    url = models.CharField(
+        "URL",
+        max_length=300,
+        validators=[validate_http_url],
+        help_text="The URL clients call, like https://llm.example.com.",
+    )
     instances = models.ManyToManyField(Instance, blank=True, related_name="gateways")
     notes = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -20,17 +20,23 @@ class GpuHostQuerySet(models.QuerySet["GpuHost"]):
 
 class GpuHost(models.Model):
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
-    address = models.CharField(max_length=253, validators=[validate_address],
-                               help_text="IP address or DNS name the console reaches the host on.")
+    address = models.CharField(
+        max_length=253,
+        validators=[validate_address],
+        help_text="IP address or DNS name the console reaches the host on.",
+    )
     datacenter = models.CharField(max_length=63, blank=True)
     rack = models.CharField(max_length=63, blank=True)
     tags = models.JSONField(default=list, blank=True, help_text="Free-form labels.")
-    cpu_cores = models.PositiveIntegerField(null=True, blank=True,
-                                            validators=[MinValueValidator(1), MaxValueValidator(4096)])
-    ram_gb = models.PositiveIntegerField("RAM (GB)", null=True, blank=True,
-                                         validators=[MinValueValidator(1), MaxValueValidator(65536)])
+    cpu_cores = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(4096)]
+    )
+    ram_gb = models.PositiveIntegerField(
+        "RAM (GB)", null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
+    )
     numa_nodes = models.PositiveSmallIntegerField(
-        "NUMA nodes", default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+        "NUMA nodes", default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
     os = models.CharField("OS", max_length=100, blank=True)
     driver_version = models.CharField(max_length=32, blank=True)
     cuda_version = models.CharField("CUDA version", max_length=16, blank=True)
@@ -68,23 +74,34 @@ class Gpu(models.Model):
     uuid = models.CharField("UUID", max_length=64, blank=True, validators=[validate_gpu_uuid])
     model = models.CharField(max_length=32, choices=gpu_catalog.choices)
     form_factor = models.CharField(max_length=8, choices=FORM_FACTOR_CHOICES)
-    memory_mib = models.PositiveIntegerField("memory (MiB)", blank=True,
-                                             help_text="Blank: the catalogue's figure for the model.")
+    memory_mib = models.PositiveIntegerField(
+        "memory (MiB)", blank=True, help_text="Blank: the catalogue's figure for the model."
+    )
     numa_node = models.PositiveSmallIntegerField("NUMA node", null=True, blank=True)
     pci_bus_id = models.CharField("PCI bus id", max_length=16, blank=True, validators=[validate_pci_bus_id])
-    nvlink_peers = models.JSONField("NVLink peers", default=list, blank=True,
-                                    help_text="Indexes of the GPUs on the same host this one has NVLink to.")
+    nvlink_peers = models.JSONField(
+        "NVLink peers",
+        default=list,
+        blank=True,
+        help_text="Indexes of the GPUs on the same host this one has NVLink to.",
+    )
     mig_mode = models.CharField("MIG mode", max_length=12, choices=MigMode.choices, default=MigMode.DISABLED)
 
     class Meta:
         ordering = ["host__name", "index"]
         verbose_name = "GPU"
         constraints = [
-            models.UniqueConstraint(fields=["host", "index"], name="fleet_gpu_unique_index_per_host",
-                                    violation_error_message="This host already has a GPU with this index."),
-            models.UniqueConstraint(fields=["uuid"], condition=~models.Q(uuid=""),
-                                    name="fleet_gpu_unique_uuid",
-                                    violation_error_message="Another GPU already has this UUID."),
+            models.UniqueConstraint(
+                fields=["host", "index"],
+                name="fleet_gpu_unique_index_per_host",
+                violation_error_message="This host already has a GPU with this index.",
+            ),
+            models.UniqueConstraint(
+                fields=["uuid"],
+                condition=~models.Q(uuid=""),
+                name="fleet_gpu_unique_uuid",
+                violation_error_message="Another GPU already has this UUID.",
+            ),
         ]
 
     def __str__(self) -> str:

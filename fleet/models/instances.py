@@ -51,31 +51,46 @@ class Instance(models.Model):
     gpus = models.ManyToManyField(Gpu, blank=True, related_name="instances", verbose_name="GPUs")
     engine = models.CharField(max_length=16, choices=Engine.choices, default=Engine.VLLM)
     engine_version = models.CharField(max_length=32, blank=True, help_text="For example 0.11.2.")
-    base_url = models.CharField("base URL", max_length=300, validators=[validate_http_url],
-                                help_text="Where the engine listens, like http://10.0.0.5:8000.")
+    base_url = models.CharField(
+        "base URL",
+        max_length=300,
+        validators=[validate_http_url],
+        help_text="Where the engine listens, like http://10.0.0.5:8000.",
+    )
     served_model_name = models.CharField(max_length=200)
     api_key_env = models.CharField(
-        "API key variable", max_length=100, blank=True, validators=[validate_env_var_name],
-        help_text="Name of the environment variable that holds the API key. The key itself is never stored.")
+        "API key variable",
+        max_length=100,
+        blank=True,
+        validators=[validate_env_var_name],
+        help_text="Name of the environment variable that holds the API key. The key itself is never stored.",
+    )
     max_model_len = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(16), MaxValueValidator(10_000_000)])
+        null=True, blank=True, validators=[MinValueValidator(16), MaxValueValidator(10_000_000)]
+    )
     gpu_memory_utilization = models.FloatField(
-        default=0.9, validators=[MinValueValidator(0.05), MaxValueValidator(1.0)],
-        help_text="Fraction of each GPU's total memory this instance may use, weights included.")
+        default=0.9,
+        validators=[MinValueValidator(0.05), MaxValueValidator(1.0)],
+        help_text="Fraction of each GPU's total memory this instance may use, weights included.",
+    )
     max_num_seqs = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)])
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
+    )
     max_num_batched_tokens = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)])
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)]
+    )
     tensor_parallel_size = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
     pipeline_parallel_size = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)])
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
     dtype = models.CharField(max_length=16, choices=DType.choices, default=DType.AUTO)
     quantization = models.CharField(max_length=32, choices=Quantization.choices, blank=True)
-    kv_cache_dtype = models.CharField("KV cache dtype", max_length=16, choices=KvCacheDType.choices,
-                                      default=KvCacheDType.AUTO)
-    enable_prefix_caching = models.BooleanField(
-        default=True, help_text="On by default in vLLM's V1 engine.")
+    kv_cache_dtype = models.CharField(
+        "KV cache dtype", max_length=16, choices=KvCacheDType.choices, default=KvCacheDType.AUTO
+    )
+    enable_prefix_caching = models.BooleanField(default=True, help_text="On by default in vLLM's V1 engine.")
     extra_args = models.TextField(blank=True, help_text="Other launch flags, as you would type them.")
     enabled = models.BooleanField(default=True, help_text="Disabled instances are not probed.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -110,9 +125,13 @@ class Instance(models.Model):
         """GPUs must sit on the instance's host and match tensor x pipeline parallel size."""
         foreign = [str(g) for g in gpus if g.host_id != self.host_id]
         if foreign:
-            raise ValidationError(
-                {"gpus": f"{', '.join(foreign)} not on host {self.host.name}."})
+            raise ValidationError({"gpus": f"{', '.join(foreign)} not on host {self.host.name}."})
         if gpus and len(gpus) != self.parallel_size:
-            raise ValidationError({"gpus": (
-                f"{len(gpus)} GPU(s) chosen but tensor x pipeline parallel size is "
-                f"{self.tensor_parallel_size} x {self.pipeline_parallel_size} = {self.parallel_size}.")})
+            raise ValidationError(
+                {
+                    "gpus": (
+                        f"{len(gpus)} GPU(s) chosen but tensor x pipeline parallel size is "
+                        f"{self.tensor_parallel_size} x {self.pipeline_parallel_size} = {self.parallel_size}."
+                    )
+                }
+            )

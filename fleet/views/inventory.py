@@ -48,8 +48,12 @@ class ListView(_KindView):
         filterset = self.kind.filterset_class(request.GET or None, queryset=self.kind.queryset())
         queryset = filterset.qs if filterset.is_bound and filterset.is_valid() else self.kind.queryset()
         page = Paginator(queryset, _page_size(request)).get_page(request.GET.get("page"))
-        context = self.context(filter=filterset, page_obj=page, total=self.kind.model.objects.count(),
-                               table_template=f"{self.kind.template_dir}/_table.html")
+        context = self.context(
+            filter=filterset,
+            page_obj=page,
+            total=self.kind.model.objects.count(),
+            table_template=f"{self.kind.template_dir}/_table.html",
+        )
         template = "fleet/_results.html" if wants_partial(request, "results") else "fleet/list.html"
         return render(request, template, context)
 
@@ -58,8 +62,9 @@ class DetailView(_KindView):
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
         obj = get_object_or_404(self.kind.detail_queryset(), pk=pk)
         changes = ChangeLogEntry.objects.for_object(obj).select_related("actor")[:50]
-        return render(request, f"{self.kind.template_dir}/detail.html",
-                      self.context(object=obj, changes=changes))
+        return render(
+            request, f"{self.kind.template_dir}/detail.html", self.context(object=obj, changes=changes)
+        )
 
 
 class EditView(_KindView):
@@ -114,8 +119,9 @@ class DeleteView(_KindView):
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
         obj = get_object_or_404(self.kind.model, pk=pk)
         consequences = change_tracking.deletion_consequences(obj)
-        return render(request, "fleet/confirm_delete.html",
-                      self.context(object=obj, consequences=consequences))
+        return render(
+            request, "fleet/confirm_delete.html", self.context(object=obj, consequences=consequences)
+        )
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         obj = get_object_or_404(self.kind.model, pk=pk)

@@ -33,27 +33,50 @@ class Kind:
 
 
 HOSTS = Kind(
-    slug="host", plural_noun="GPU hosts", plural="hosts", singular_label="GPU host", plural_label="GPU hosts",
-    model=GpuHost, form_class=HostForm, filterset_class=filters.HostFilterSet,
+    slug="host",
+    plural_noun="GPU hosts",
+    plural="hosts",
+    singular_label="GPU host",
+    plural_label="GPU hosts",
+    model=GpuHost,
+    form_class=HostForm,
+    filterset_class=filters.HostFilterSet,
     queryset=lambda: GpuHost.objects.with_counts(),
     detail_queryset=lambda: GpuHost.objects.prefetch_related("gpus", "instances__gpus"),
 )
 GPUS = Kind(
-    slug="gpu", plural_noun="GPUs", plural="gpus", singular_label="GPU", plural_label="GPUs",
-    model=Gpu, form_class=GpuForm, filterset_class=filters.GpuFilterSet,
+    slug="gpu",
+    plural_noun="GPUs",
+    plural="gpus",
+    singular_label="GPU",
+    plural_label="GPUs",
+    model=Gpu,
+    form_class=GpuForm,
+    filterset_class=filters.GpuFilterSet,
     queryset=lambda: Gpu.objects.select_related("host").prefetch_related("instances"),
     detail_queryset=lambda: Gpu.objects.select_related("host").prefetch_related("instances"),
 )
 INSTANCES = Kind(
-    slug="instance", plural_noun="instances", plural="instances", singular_label="inference instance",
+    slug="instance",
+    plural_noun="instances",
+    plural="instances",
+    singular_label="inference instance",
     plural_label="Inference instances",
-    model=Instance, form_class=InstanceForm, filterset_class=filters.InstanceFilterSet,
+    model=Instance,
+    form_class=InstanceForm,
+    filterset_class=filters.InstanceFilterSet,
     queryset=lambda: Instance.objects.select_related("host").prefetch_related("gpus"),
     detail_queryset=lambda: Instance.objects.select_related("host").prefetch_related("gpus", "gateways"),
 )
 GATEWAYS = Kind(
-    slug="gateway", plural_noun="gateways", plural="gateways", singular_label="gateway", plural_label="Gateways",
-    model=Gateway, form_class=GatewayForm, filterset_class=filters.GatewayFilterSet,
+    slug="gateway",
+    plural_noun="gateways",
+    plural="gateways",
+    singular_label="gateway",
+    plural_label="Gateways",
+    model=Gateway,
+    form_class=GatewayForm,
+    filterset_class=filters.GatewayFilterSet,
     queryset=lambda: Gateway.objects.prefetch_related("instances"),
     detail_queryset=lambda: Gateway.objects.prefetch_related("instances__host"),
 )

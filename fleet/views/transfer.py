@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from fleet.forms import ImportForm
 from fleet import inventory_io
+from fleet.forms import ImportForm
 from ops_console.roles import Role, role_required
 
 CONTENT_TYPES = {"yaml": "application/yaml", "csv": "text/csv"}
@@ -21,7 +21,9 @@ def export_inventory(request: HttpRequest) -> HttpResponse:
     fmt = request.GET.get("format", "yaml")
     if fmt not in CONTENT_TYPES:
         return HttpResponse("format must be yaml or csv", status=400, content_type="text/plain")
-    response = HttpResponse(inventory_io.export_inventory(fmt=fmt), content_type=f"{CONTENT_TYPES[fmt]}; charset=utf-8")
+    response = HttpResponse(
+        inventory_io.export_inventory(fmt=fmt), content_type=f"{CONTENT_TYPES[fmt]}; charset=utf-8"
+    )
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     response["Content-Disposition"] = f'attachment; filename="inventory-{stamp}.{fmt}"'
     return response
@@ -64,10 +66,14 @@ def import_apply(request: HttpRequest) -> HttpResponse:
     plan = inventory_io.plan_import(text=text, fmt=fmt if fmt in CONTENT_TYPES else "yaml")
     if not plan.ok:
         form = ImportForm(initial={"text": text, "format": fmt})
-        return render(request, "fleet/import.html", {"form": form, "plan": plan, "text": text, "fmt": fmt},
-                      status=400)
+        return render(
+            request, "fleet/import.html", {"form": form, "plan": plan, "text": text, "fmt": fmt}, status=400
+        )
     inventory_io.apply_import(plan=plan, actor=request.user, source="web")
     counts = plan.counts
-    messages.success(request, f"Imported: {counts.get('create', 0)} created, "
-                              f"{counts.get('update', 0)} updated, {counts.get('unchanged', 0)} unchanged.")
+    messages.success(
+        request,
+        f"Imported: {counts.get('create', 0)} created, "
+        f"{counts.get('update', 0)} updated, {counts.get('unchanged', 0)} unchanged.",
+    )
     return redirect("fleet:host-list")

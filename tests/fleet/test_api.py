@@ -39,8 +39,13 @@ def _host_payload(**fields):
 
 
 def _instance_payload(**fields):
-    return {"name": "vllm-new", "host": "node-a", "base_url": "http://10.1.0.1:8000",
-            "served_model_name": "Qwen/Qwen3-8B", **fields}
+    return {
+        "name": "vllm-new",
+        "host": "node-a",
+        "base_url": "http://10.1.0.1:8000",
+        "served_model_name": "Qwen/Qwen3-8B",
+        **fields,
+    }
 
 
 def _detail(kind, obj):
@@ -126,7 +131,8 @@ def test_it_creates_an_instance_with_gpus_given_by_index(api_as, inventory):
     make_gpu(host)
     make_gpu(host)
     response = api_as("sre").post(
-        "/api/instances/", _instance_payload(gpus=[3, 2], tensor_parallel_size=2), format="json")
+        "/api/instances/", _instance_payload(gpus=[3, 2], tensor_parallel_size=2), format="json"
+    )
     assert response.status_code == 201, response.json()
     assert response.json()["gpus"] == [2, 3]
     instance = Instance.objects.get(name="vllm-new")
@@ -137,8 +143,10 @@ def test_it_creates_an_instance_with_gpus_given_by_index(api_as, inventory):
 
 def test_a_gpu_names_its_host_and_takes_its_memory_from_the_catalogue(api_as, inventory):
     response = api_as("sre").post(
-        "/api/gpus/", {"host": "node-a", "index": 2, "model": "h200-141gb", "form_factor": "sxm"},
-        format="json")
+        "/api/gpus/",
+        {"host": "node-a", "index": 2, "model": "h200-141gb", "form_factor": "sxm"},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     assert response.json()["host"] == "node-a"
     assert response.json()["memory_mib"] == 143771
@@ -163,7 +171,8 @@ def test_hosts_show_their_gpu_and_instance_counts(api_as, inventory):
 
 def test_it_stores_what_the_model_normalises(api_as):
     response = api_as("sre").post(
-        "/api/hosts/", _host_payload(tags=["prod", " a100 ", "prod"]), format="json")
+        "/api/hosts/", _host_payload(tags=["prod", " a100 ", "prod"]), format="json"
+    )
     assert response.json()["tags"] == ["a100", "prod"]
     assert GpuHost.objects.get().tags == ["a100", "prod"]
 
@@ -198,8 +207,7 @@ def test_it_rejects_a_gpu_count_that_is_not_tensor_x_pipeline_parallel_size(api_
 
 def test_it_rejects_a_parallel_size_that_no_longer_fits_the_assigned_gpus(api_as, inventory):
     instance = inventory["instances"]
-    response = api_as("sre").patch(
-        _detail("instances", instance), {"tensor_parallel_size": 4}, format="json")
+    response = api_as("sre").patch(_detail("instances", instance), {"tensor_parallel_size": 4}, format="json")
     _assert_rejected(response, "gpus")
     instance.refresh_from_db()
     assert instance.tensor_parallel_size == 2
@@ -207,21 +215,27 @@ def test_it_rejects_a_parallel_size_that_no_longer_fits_the_assigned_gpus(api_as
 
 def test_it_rejects_a_gpu_index_listed_twice(api_as, inventory):
     response = api_as("sre").post(
-        "/api/instances/", _instance_payload(gpus=[0, 0], tensor_parallel_size=2), format="json")
+        "/api/instances/", _instance_payload(gpus=[0, 0], tensor_parallel_size=2), format="json"
+    )
     _assert_rejected(response, "gpus")
 
 
-@pytest.mark.parametrize(("kind", "payload", "field"), [
-    ("instances", _instance_payload(base_url="ftp://10.1.0.1/models"), "base_url"),
-    ("gateways", {"name": "gw-new", "url": "ftp://llm.example.com"}, "url"),
-    ("hosts", _host_payload(name="Node New"), "name"),
-    ("instances", _instance_payload(name="vllm_new!"), "name"),
-    ("instances", _instance_payload(host="no-such-host"), "host"),
-    ("gateways", {"name": "gw-new", "url": "https://llm.example.com", "instances": ["nope"]},
-     "instances"),
-])
-def test_it_rejects_bad_input_with_field_errors_and_saves_nothing(kind, payload, field, api_as,
-                                                                   inventory):
+@pytest.mark.parametrize(
+    ("kind", "payload", "field"),
+    [
+        ("instances", _instance_payload(base_url="ftp://10.1.0.1/models"), "base_url"),
+        ("gateways", {"name": "gw-new", "url": "ftp://llm.example.com"}, "url"),
+        ("hosts", _host_payload(name="Node New"), "name"),
+        ("instances", _instance_payload(name="vllm_new!"), "name"),
+        ("instances", _instance_payload(host="no-such-host"), "host"),
+        (
+            "gateways",
+            {"name": "gw-new", "url": "https://llm.example.com", "instances": ["nope"]},
+            "instances",
+        ),
+    ],
+)
+def test_it_rejects_bad_input_with_field_errors_and_saves_nothing(kind, payload, field, api_as, inventory):
     before = {model: model.objects.count() for model in (GpuHost, Gpu, Instance, Gateway)}
     response = api_as("sre").post(f"/api/{kind}/", payload, format="json")
     _assert_rejected(response, field)
@@ -233,27 +247,29 @@ def test_it_rejects_a_model_rule_that_only_full_clean_knows(api_as, inventory):
     response = api_as("sre").post(
         "/api/gpus/",
         {"host": "node-a", "index": 5, "model": "h100-80gb", "form_factor": "sxm", "numa_node": 7},
-        format="json")
+        format="json",
+    )
     _assert_rejected(response, "numa_node")
 
 
 def test_it_rejects_a_second_gpu_with_the_same_index_on_a_host(api_as, inventory):
     response = api_as("sre").post(
-        "/api/gpus/", {"host": "node-a", "index": 0, "model": "h100-80gb", "form_factor": "sxm"},
-        format="json")
+        "/api/gpus/",
+        {"host": "node-a", "index": 0, "model": "h100-80gb", "form_factor": "sxm"},
+        format="json",
+    )
     _assert_rejected(response, "non_field_errors")
 
 
 def test_it_takes_only_the_name_of_the_api_key_variable(api_as, inventory):
     client = api_as("sre")
     key_as_name = client.post(
-        "/api/instances/", _instance_payload(api_key_env="sk-live-abc123"), format="json")
+        "/api/instances/", _instance_payload(api_key_env="sk-live-abc123"), format="json"
+    )
     _assert_rejected(key_as_name, "api_key_env")
-    key_as_field = client.post(
-        "/api/instances/", _instance_payload(api_key="sk-live-abc123"), format="json")
+    key_as_field = client.post("/api/instances/", _instance_payload(api_key="sk-live-abc123"), format="json")
     _assert_rejected(key_as_field, "api_key")
-    named = client.post(
-        "/api/instances/", _instance_payload(api_key_env="VLLM_API_KEY"), format="json")
+    named = client.post("/api/instances/", _instance_payload(api_key_env="VLLM_API_KEY"), format="json")
     assert named.json()["api_key_env"] == "VLLM_API_KEY"
     assert "sk-live" not in named.content.decode()
 
@@ -303,14 +319,17 @@ def test_the_changes_action_lists_the_entries_newest_first(api_as, inventory):
     assert response.status_code == 200
     entries = response.json()["results"]
     assert [(e["action"], e["source"], e["actor_name"]) for e in entries] == [
-        ("update", "api", "sam"), ("create", "import", "import")]
+        ("update", "api", "sam"),
+        ("create", "import", "import"),
+    ]
     assert entries[0]["changes"] == {"rack": ["r1", "r9"]}
     assert set(entries[0]) == {"actor_name", "source", "action", "changes", "timestamp"}
 
 
 def test_an_edit_that_changes_nothing_leaves_no_entry(api_as, inventory):
-    response = api_as("sre").patch(_detail("gateways", inventory["gateways"]), {"kind": "nginx"},
-                                   format="json")
+    response = api_as("sre").patch(
+        _detail("gateways", inventory["gateways"]), {"kind": "nginx"}, format="json"
+    )
     assert response.status_code == 200
     assert not ChangeLogEntry.objects.exists()
 

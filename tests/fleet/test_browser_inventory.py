@@ -19,8 +19,15 @@ from tests.factories import make_host
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 OUTPUT_DIR = Path(os.environ.get("OPS_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output"))
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def chromium_path() -> str | None:
@@ -70,7 +77,9 @@ def test_an_sre_adds_a_host_and_an_instance_then_filters_the_list_live(page, liv
 
     page.goto(f"{live_server.url}/fleet/hosts/")
     page.evaluate("window.__sameDocument = true")
-    with page.expect_response(lambda r: "q=browser" in r.url and r.request.headers.get("hx-request") == "true"):
+    with page.expect_response(
+        lambda r: "q=browser" in r.url and r.request.headers.get("hx-request") == "true"
+    ):
         page.fill("input[type=search]", "browser")
     page.wait_for_function("!document.querySelector('#results').textContent.includes('other-node-01')")
     assert page.evaluate("window.__sameDocument") is True  # the partial swapped in, no page load

@@ -107,7 +107,12 @@ def test_demo_fleet_loads_three_hosts_five_instances_and_a_gateway():
     assert out.strip() == "Demo fleet: 23 created, 0 updated, 0 unchanged."
     assert (GpuHost.objects.count(), Gpu.objects.count()) == (3, 14)
     assert sorted(Instance.objects.values_list("engine", flat=True)) == [
-        "ollama", "tgi", "vllm", "vllm", "vllm"]
+        "ollama",
+        "tgi",
+        "vllm",
+        "vllm",
+        "vllm",
+    ]
     gateway = Gateway.objects.get()
     assert (gateway.name, gateway.url) == ("llm-gateway", "http://127.0.0.1:8080")
     assert {i.engine for i in gateway.instances.all()} == {"vllm"}

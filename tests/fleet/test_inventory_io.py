@@ -22,8 +22,7 @@ CSV_HEADER = "kind,name,address,host,index,model,form_factor,base_url,served_mod
 def small_fleet():
     host = make_host(name="gpu-h100-01", tags=["prod", "h100"], driver_version="570.133.20")
     gpus = [make_gpu(host, index=i, nvlink_peers=[1 - i]) for i in range(2)]
-    instance = make_instance(host, gpus=gpus, name="vllm-qwen", tensor_parallel_size=2,
-                             max_num_seqs=64)
+    instance = make_instance(host, gpus=gpus, name="vllm-qwen", tensor_parallel_size=2, max_num_seqs=64)
     make_gateway(name="llm-gateway", instances=[instance])
     return instance
 
@@ -72,12 +71,15 @@ def test_the_export_lists_objects_sorted_by_their_natural_key():
 
 
 def test_a_plan_writes_nothing_to_the_inventory_or_the_change_log():
-    plan = plan_import(text=_yaml("""
+    plan = plan_import(
+        text=_yaml("""
         hosts:
           - {name: gpu-new-01, address: 10.0.9.1}
         gpus:
           - {host: gpu-new-01, index: 0, model: l40s, form_factor: pcie}
-    """), fmt="yaml")
+    """),
+        fmt="yaml",
+    )
     assert plan.ok
     assert plan.counts == {"create": 2, "update": 0, "unchanged": 0}
     assert not GpuHost.objects.exists()
@@ -87,40 +89,48 @@ def test_a_plan_writes_nothing_to_the_inventory_or_the_change_log():
 
 @pytest.mark.embedded
 def test_a_bad_csv_row_is_reported_with_its_line_and_nothing_is_imported():
-    text = "\n".join([
-        CSV_HEADER,
-        "host,gpu-a100-01,10.0.0.1,,,,,,,",
-        "gpu,,,gpu-a100-01,0,a100-80gb,sxm,,,",
-        "instance,vllm-01,,gpu-a100-01,,,,ftp://10.0.0.1:8000,Qwen/Qwen3-8B,0",
-    ])
+    text = "\n".join(
+        [
+            CSV_HEADER,
+            "host,gpu-a100-01,10.0.0.1,,,,,,,",
+            "gpu,,,gpu-a100-01,0,a100-80gb,sxm,,,",
+            "instance,vllm-01,,gpu-a100-01,,,,ftp://10.0.0.1:8000,Qwen/Qwen3-8B,0",
+        ]
+    )
     plan = plan_import(text=text, fmt="csv")
     assert [str(e) for e in plan.errors] == [
-        "line 4: instance vllm-01: base_url: Enter an http:// or https:// URL."]
+        "line 4: instance vllm-01: base_url: Enter an http:// or https:// URL."
+    ]
     with pytest.raises(ValueError):
         apply_import(plan=plan, actor=None, source="import")
     assert not GpuHost.objects.exists()
 
 
 def test_a_bad_yaml_record_is_reported_at_the_line_its_mapping_starts():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         hosts:
           - name: gpu-a100-01
             address: 10.0.0.1
           - name: gpu-a100-02
             address: http://10.0.0.2
-    """))
-    assert messages == ["line 4: host gpu-a100-02: address: "
-                        "Enter an IP address or a host name, without scheme or port."]
+    """)
+    )
+    assert messages == [
+        "line 4: host gpu-a100-02: address: Enter an IP address or a host name, without scheme or port."
+    ]
 
 
 def test_it_collects_every_error_in_the_file_not_just_the_first():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         hosts:
           - {name: Bad Name, address: 10.0.0.1}
           - {name: ok-host, address: 10.0.0.2, numa_nodes: 0}
         instances:
           - {name: vllm-01, host: nowhere, base_url: http://10.0.0.3:8000, served_model_name: m}
-    """))
+    """)
+    )
     assert [m.split(":")[0] for m in messages] == ["line 2", "line 3", "line 5"]
     assert "No host named nowhere" in messages[2]
 
@@ -141,23 +151,30 @@ def test_an_update_shows_its_diff_and_is_logged_with_the_actor_and_source(small_
 
 
 def test_each_created_object_is_logged_as_created():
-    _import(_yaml("""
+    _import(
+        _yaml("""
         hosts:
           - {name: gpu-a100-01, address: 10.0.0.1}
         gpus:
           - {host: gpu-a100-01, index: 0, model: a100-80gb, form_factor: sxm}
-    """), source="cli")
+    """),
+        source="cli",
+    )
     entries = ChangeLogEntry.objects.order_by("id")
     assert [(e.object_repr, e.action, e.source) for e in entries] == [
-        ("gpu-a100-01", "create", "cli"), ("gpu-a100-01/gpu0", "create", "cli")]
+        ("gpu-a100-01", "create", "cli"),
+        ("gpu-a100-01/gpu0", "create", "cli"),
+    ]
 
 
 def test_a_field_left_out_keeps_its_value_and_objects_left_out_are_left_alone(small_fleet):
     other = make_host(name="gpu-other-01")
-    _import(_yaml("""
+    _import(
+        _yaml("""
         hosts:
           - {name: gpu-h100-01, rack: r09}
-    """))
+    """)
+    )
     host = GpuHost.objects.get(name="gpu-h100-01")
     assert (host.rack, host.driver_version) == ("r09", "570.133.20")
     assert GpuHost.objects.filter(pk=other.pk).exists()
@@ -165,62 +182,77 @@ def test_a_field_left_out_keeps_its_value_and_objects_left_out_are_left_alone(sm
 
 
 def test_a_gpu_can_sit_on_a_host_created_earlier_in_the_same_file():
-    result = _import(_yaml("""
+    result = _import(
+        _yaml("""
         hosts:
           - {name: gpu-l40s-01, address: 10.0.0.7, numa_nodes: 1}
         gpus:
           - {host: gpu-l40s-01, index: 0, model: l40s, form_factor: pcie, numa_node: 0}
-    """))
+    """)
+    )
     assert result.counts["create"] == 2
     assert Gpu.objects.get().memory_mib == 46068
 
 
 def test_a_gpu_is_checked_against_its_host_from_the_same_file():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         hosts:
           - {name: gpu-l40s-01, address: 10.0.0.7, numa_nodes: 1}
         gpus:
           - {host: gpu-l40s-01, index: 0, model: l40s, form_factor: pcie, numa_node: 1}
-    """))
-    assert messages == ["line 4: gpu gpu-l40s-01/gpu0: numa_node: "
-                        "Host gpu-l40s-01 has 1 NUMA node(s): use 0..0."]
+    """)
+    )
+    assert messages == [
+        "line 4: gpu gpu-l40s-01/gpu0: numa_node: Host gpu-l40s-01 has 1 NUMA node(s): use 0..0."
+    ]
 
 
 def test_a_gpu_on_a_host_that_is_nowhere_is_refused():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         gpus:
           - {host: gpu-ghost-01, index: 0, model: l40s, form_factor: pcie}
-    """))
+    """)
+    )
     assert len(messages) == 1
     assert messages[0].startswith("line 2: gpu gpu-ghost-01/gpu0: host: No host named gpu-ghost-01")
 
 
 def test_it_refuses_an_instance_whose_gpu_count_does_not_match_its_parallel_size(small_fleet):
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         instances:
           - name: vllm-qwen
             tensor_parallel_size: 4
-    """))
-    assert messages == ["line 2: instance vllm-qwen: gpus: 2 GPU(s) chosen but tensor x pipeline "
-                        "parallel size is 4 x 1 = 4."]
+    """)
+    )
+    assert messages == [
+        "line 2: instance vllm-qwen: gpus: 2 GPU(s) chosen but tensor x pipeline parallel size is 4 x 1 = 4."
+    ]
 
 
 def test_it_refuses_gpu_indexes_the_host_does_not_have(small_fleet):
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         instances:
           - {name: vllm-qwen, gpus: [0, 7]}
-    """))
-    assert messages == [
-        "line 2: instance vllm-qwen: gpus: Host gpu-h100-01 has no GPU with index 7."]
+    """)
+    )
+    assert messages == ["line 2: instance vllm-qwen: gpus: Host gpu-h100-01 has no GPU with index 7."]
 
 
 def test_it_refuses_a_gateway_in_front_of_an_unknown_instance():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         gateways:
           - {name: llm-gateway, url: http://127.0.0.1:8080, instances: [vllm-nope]}
-    """))
-    assert messages == ["line 2: gateway llm-gateway: instances: No instance named vllm-nope "
-                        "in the file or the database (or it has errors)."]
+    """)
+    )
+    assert messages == [
+        "line 2: gateway llm-gateway: instances: No instance named vllm-nope "
+        "in the file or the database (or it has errors)."
+    ]
 
 
 def test_an_unknown_csv_column_is_an_error_on_the_header_line():
@@ -249,18 +281,21 @@ def test_csv_line_numbers_count_physical_lines_of_multi_line_cells():
 
 
 def test_an_unknown_yaml_key_is_an_error_on_its_line():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         hosts:
           - name: gpu-a100-01
             address: 10.0.0.1
             colour: blue
-    """))
+    """)
+    )
     assert messages == ["line 4: host gpu-a100-01: colour: Unknown field for a host."]
 
 
 def test_an_unknown_yaml_section_is_an_error():
     assert _messages("hosts: []\nservers: []\n") == [
-        "line 2: servers: Unknown section; use hosts, gpus, instances, gateways."]
+        "line 2: servers: Unknown section; use hosts, gpus, instances, gateways."
+    ]
 
 
 @pytest.mark.embedded
@@ -271,21 +306,25 @@ def test_malformed_yaml_is_reported_with_its_line():
 
 
 def test_a_key_given_twice_in_one_yaml_mapping_is_an_error():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         hosts:
           - name: a
             address: 10.0.0.1
             address: 10.0.0.2
-    """))
+    """)
+    )
     assert messages == ["line 4: address: Duplicate key (first given on line 3)."]
 
 
 def test_an_object_given_twice_in_the_file_is_an_error_naming_the_first_line():
-    messages = _messages(_yaml("""
+    messages = _messages(
+        _yaml("""
         hosts:
           - {name: gpu-a100-01, address: 10.0.0.1}
           - {name: gpu-a100-01, address: 10.0.0.2}
-    """))
+    """)
+    )
     assert messages == ["line 3: host gpu-a100-01: Duplicate host (first given on line 2)."]
 
 
@@ -301,12 +340,15 @@ def test_it_refuses_input_over_five_megabytes():
 
 def test_a_conflict_that_appears_after_planning_undoes_the_whole_import():
     uuid = "GPU-5fd4c6e2-8f1b-4c1e-9a3d-2b7e0c9d1a44"
-    plan = plan_import(text=_yaml(f"""
+    plan = plan_import(
+        text=_yaml(f"""
         hosts:
           - {{name: gpu-new-01, address: 10.0.9.1}}
         gpus:
           - {{host: gpu-new-01, index: 0, model: l40s, form_factor: pcie, uuid: {uuid}}}
-    """), fmt="yaml")
+    """),
+        fmt="yaml",
+    )
     assert plan.ok
     make_gpu(make_host(name="gpu-old-01"), uuid=uuid)
     with pytest.raises(ImportFailed) as failed:
@@ -316,8 +358,9 @@ def test_a_conflict_that_appears_after_planning_undoes_the_whole_import():
     assert not GpuHost.objects.filter(name="gpu-new-01").exists()
 
 
-@pytest.mark.parametrize(("filename", "fmt"),
-                         [("fleet.yaml", "yaml"), ("FLEET.YML", "yaml"), ("hosts.csv", "csv")])
+@pytest.mark.parametrize(
+    ("filename", "fmt"), [("fleet.yaml", "yaml"), ("FLEET.YML", "yaml"), ("hosts.csv", "csv")]
+)
 def test_it_tells_the_format_from_the_file_extension(filename, fmt):
     assert detect_format(filename) == fmt
 

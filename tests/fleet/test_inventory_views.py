@@ -13,8 +13,16 @@ LIST_URLS = ["fleet:host-list", "fleet:gpu-list", "fleet:instance-list", "fleet:
 
 
 def host_form(**overrides):
-    data = {"name": "gpu-node-new", "address": "10.2.0.7", "datacenter": "fra1", "rack": "r12",
-            "tags": "prod, h100", "numa_nodes": "2", "cpu_cores": "96", "ram_gb": "1024"}
+    data = {
+        "name": "gpu-node-new",
+        "address": "10.2.0.7",
+        "datacenter": "fra1",
+        "rack": "r12",
+        "tags": "prod, h100",
+        "numa_nodes": "2",
+        "cpu_cores": "96",
+        "ram_gb": "1024",
+    }
     data.update(overrides)
     return data
 
@@ -98,8 +106,9 @@ def test_the_instance_list_filters_by_engine(viewer_client):
 
 
 @pytest.mark.parametrize("url_name", LIST_URLS)
-def test_list_pages_make_the_same_number_of_queries_for_3_or_30_rows(viewer_client, url_name,
-                                                                     django_assert_num_queries):
+def test_list_pages_make_the_same_number_of_queries_for_3_or_30_rows(
+    viewer_client, url_name, django_assert_num_queries
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -138,8 +147,12 @@ def test_an_invalid_form_shows_the_errors_and_saves_nothing(sre_client):
 
 def test_inline_validation_answers_with_the_field_errors_and_saves_nothing(sre_client):
     make_host(name="taken")
-    response = sre_client.post(reverse("fleet:host-create"), {"name": "taken", "address": ""},
-                               HTTP_X_VALIDATE_ONLY="1", **HTMX_HEADERS)
+    response = sre_client.post(
+        reverse("fleet:host-create"),
+        {"name": "taken", "address": ""},
+        HTTP_X_VALIDATE_ONLY="1",
+        **HTMX_HEADERS,
+    )
     content = response.content.decode()
     assert 'id="form-fields"' in content and "<html" not in content
     assert "already exists" in content
@@ -149,8 +162,16 @@ def test_inline_validation_answers_with_the_field_errors_and_saves_nothing(sre_c
 
 def test_editing_a_host_logs_only_the_fields_that_changed(sre_client):
     host = make_host(name="edit-me", rack="r1")
-    data = host_form(name="edit-me", address=host.address, rack="r9", tags="", datacenter=host.datacenter,
-                     cpu_cores=host.cpu_cores, ram_gb=host.ram_gb, numa_nodes=host.numa_nodes)
+    data = host_form(
+        name="edit-me",
+        address=host.address,
+        rack="r9",
+        tags="",
+        datacenter=host.datacenter,
+        cpu_cores=host.cpu_cores,
+        ram_gb=host.ram_gb,
+        numa_nodes=host.numa_nodes,
+    )
     sre_client.post(reverse("fleet:host-edit", args=[host.pk]), data)
     entry = ChangeLogEntry.objects.for_object(host).get(action="update")
     assert entry.changes == {"rack": ["r1", "r9"]}
@@ -161,10 +182,20 @@ def test_editing_a_host_logs_only_the_fields_that_changed(sre_client):
 def test_an_instance_form_rejects_gpus_that_do_not_match_the_parallel_size(sre_client):
     host = make_host()
     gpus = [make_gpu(host, index=i) for i in range(2)]
-    data = {"name": "vllm-x", "host": host.pk, "gpus": [g.pk for g in gpus], "engine": "vllm",
-            "base_url": "http://10.0.0.9:8000", "served_model_name": "m", "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto",
-            "kv_cache_dtype": "auto", "enabled": "on"}
+    data = {
+        "name": "vllm-x",
+        "host": host.pk,
+        "gpus": [g.pk for g in gpus],
+        "engine": "vllm",
+        "base_url": "http://10.0.0.9:8000",
+        "served_model_name": "m",
+        "tensor_parallel_size": 1,
+        "pipeline_parallel_size": 1,
+        "gpu_memory_utilization": 0.9,
+        "dtype": "auto",
+        "kv_cache_dtype": "auto",
+        "enabled": "on",
+    }
     response = sre_client.post(reverse("fleet:instance-create"), data)
     assert "1 x 1 = 1" in response.content.decode()
     assert not Instance.objects.exists()
@@ -208,3 +239,15 @@ def test_htmx_requests_pass_csrf_with_the_header_from_the_page(cast):
     refused = client.post(reverse("fleet:host-create"), host_form(), **HTMX_HEADERS)
     accepted = client.post(reverse("fleet:host-create"), host_form(), HTTP_X_CSRFTOKEN=token, **HTMX_HEADERS)
     assert refused.status_code == 403 and accepted.status_code == 302
+
+
+def test_the_instance_form_offers_only_the_gpus_of_the_chosen_host(sre_client):
+    host, other = make_host(), make_host()
+    mine = make_gpu(host)
+    theirs = make_gpu(other)
+    page = sre_client.get(reverse("fleet:instance-create"), {"host": host.pk}).content.decode()
+    assert f'value="{mine.pk}"' in page and f'value="{theirs.pk}"' not in page
+    swapped = sre_client.post(
+        reverse("fleet:instance-create"), {"host": other.pk}, HTTP_X_VALIDATE_ONLY="1", **HTMX_HEADERS
+    ).content.decode()
+    assert f'value="{theirs.pk}"' in swapped and f'value="{mine.pk}"' not in swapped

@@ -103,8 +103,9 @@ def test_an_instance_cannot_use_gpus_of_another_host():
 def test_the_database_refuses_a_gpu_memory_utilization_above_one():
     host = make_host()
     with pytest.raises(IntegrityError):
-        Instance.objects.create(host=host, name="x", base_url="http://a", served_model_name="m",
-                                gpu_memory_utilization=1.5)
+        Instance.objects.create(
+            host=host, name="x", base_url="http://a", served_model_name="m", gpu_memory_utilization=1.5
+        )
 
 
 def test_the_host_filter_finds_hosts_by_tag_and_search_terms():

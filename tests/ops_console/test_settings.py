@@ -18,8 +18,9 @@ def run_manage(*args, env_overrides=None, tmp_path=None):
     env.update(env_overrides or {})
     if tmp_path is not None:
         env["OPS_VAR_DIR"] = str(tmp_path)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_env_bool_refuses_values_it_cannot_read(monkeypatch):
@@ -41,27 +42,51 @@ def test_env_list_splits_on_commas(monkeypatch):
 
 @pytest.mark.embedded
 def test_with_nothing_set_it_uses_sqlite_and_the_filesystem_broker(tmp_path):
-    code = ("from django.conf import settings; "
-            "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)")
+    code = (
+        "from django.conf import settings; "
+        "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)"
+    )
     result = run_manage("shell", "--no-imports", "-c", code, tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"]
 
 
 def test_database_url_and_broker_url_select_postgres_and_redis(tmp_path):
-    code = ("from django.conf import settings; d = settings.DATABASES['default']; "
-            "print(d['ENGINE'], d['HOST'], settings.CELERY_BROKER_URL)")
-    result = run_manage("shell", "--no-imports", "-c", code, tmp_path=tmp_path, env_overrides={
-        "DATABASE_URL": "postgres://ops@db.internal:5432/console",
-        "CELERY_BROKER_URL": "redis://cache.internal:6379/0"})
-    assert result.stdout.split() == ["django.db.backends.postgresql", "db.internal",
-                                     "redis://cache.internal:6379/0"]
+    code = (
+        "from django.conf import settings; d = settings.DATABASES['default']; "
+        "print(d['ENGINE'], d['HOST'], settings.CELERY_BROKER_URL)"
+    )
+    result = run_manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        code,
+        tmp_path=tmp_path,
+        env_overrides={
+            "DATABASE_URL": "postgres://ops@db.internal:5432/console",
+            "CELERY_BROKER_URL": "redis://cache.internal:6379/0",
+        },
+    )
+    assert result.stdout.split() == [
+        "django.db.backends.postgresql",
+        "db.internal",
+        "redis://cache.internal:6379/0",
+    ]
 
 
 def test_production_mode_passes_check_deploy_without_warnings(tmp_path):
-    result = run_manage("check", "--deploy", "--fail-level", "WARNING", tmp_path=tmp_path, env_overrides={
-        "PRODUCTION": "true", "SECRET_KEY": "k" * 20 + "Zq8#x!pW2v$Lm9@rT4^yB7&nC1*eF6(hJ3)",
-        "ALLOWED_HOSTS": "console.example.com"})
+    result = run_manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        tmp_path=tmp_path,
+        env_overrides={
+            "PRODUCTION": "true",
+            "SECRET_KEY": "k" * 20 + "Zq8#x!pW2v$Lm9@rT4^yB7&nC1*eF6(hJ3)",
+            "ALLOWED_HOSTS": "console.example.com",
+        },
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 

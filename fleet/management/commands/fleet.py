@@ -1,7 +1,7 @@
 """The inventory on the command line.
 
-    manage.py fleet import FILE [--dry-run] [--format csv|yaml]   (FILE may be - for stdin)
-    manage.py fleet export [--format yaml|csv] [--output FILE]
+manage.py fleet import FILE [--dry-run] [--format csv|yaml]   (FILE may be - for stdin)
+manage.py fleet export [--format yaml|csv] [--output FILE]
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         importing = actions.add_parser("import", help="Create and update inventory from a file.")
         importing.add_argument("file", help="A .yaml, .yml or .csv file, or - for stdin.")
-        importing.add_argument("--format", choices=FORMATS,
-                               help="Default: from the file's extension (yaml for stdin).")
-        importing.add_argument("--dry-run", action="store_true",
-                               help="Show what would change and change nothing.")
+        importing.add_argument(
+            "--format", choices=FORMATS, help="Default: from the file's extension (yaml for stdin)."
+        )
+        importing.add_argument(
+            "--dry-run", action="store_true", help="Show what would change and change nothing."
+        )
         exporting = actions.add_parser("export", help="Write the inventory out.")
         exporting.add_argument("--format", choices=FORMATS, default="yaml")
         exporting.add_argument("--output", help="A file to write (default: stdout).")
