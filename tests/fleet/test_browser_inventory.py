@@ -37,7 +37,8 @@ def chromium_path() -> str | None:
 
 @pytest.fixture
 def page(monkeypatch, live_server):  # the browser closes before the live server stops
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api  # a dev dependency: missing is a failure, not a skip
+
     executable = chromium_path()
     require_service("Chromium", executable is not None, "apt-get install chromium (make test does)")
     # Playwright's sync API runs an event loop in this thread; the ORM calls made by the

@@ -251,3 +251,34 @@ def test_the_instance_form_offers_only_the_gpus_of_the_chosen_host(sre_client):
         reverse("fleet:instance-create"), {"host": other.pk}, HTTP_X_VALIDATE_ONLY="1", **HTMX_HEADERS
     ).content.decode()
     assert f'value="{theirs.pk}"' in swapped and f'value="{mine.pk}"' not in swapped
+
+
+def test_an_sre_adds_a_gpu_whose_memory_comes_from_the_catalogue(sre_client):
+    host = make_host()
+    data = {
+        "host": host.pk,
+        "index": 0,
+        "model": "l40s",
+        "form_factor": "pcie",
+        "numa_node": 1,
+        "pci_bus_id": "00000000:17:00.0",
+        "nvlink_peers": "",
+        "mig_mode": "disabled",
+    }
+    response = sre_client.post(reverse("fleet:gpu-create"), data)
+    gpu = Gpu.objects.get()
+    assert response.status_code == 302 and gpu.memory_mib == 46068
+
+
+def test_an_sre_adds_a_gateway_in_front_of_instances_and_deletes_it(sre_client):
+    from fleet.models import Gateway
+
+    instance = make_instance(make_host())
+    data = {"name": "edge", "kind": "nginx", "url": "https://llm.example.com/", "instances": [instance.pk]}
+    assert sre_client.post(reverse("fleet:gateway-create"), data).status_code == 302
+    gateway = Gateway.objects.get()
+    assert gateway.url == "https://llm.example.com" and list(gateway.instances.all()) == [instance]
+    page = sre_client.get(reverse("fleet:gateway-delete", args=[gateway.pk])).content.decode()
+    assert "Nothing else depends on it" in page
+    sre_client.post(reverse("fleet:gateway-delete", args=[gateway.pk]))
+    assert not Gateway.objects.exists() and Instance.objects.exists()
