@@ -33,20 +33,7 @@ class HostForm(forms.ModelForm):
 
     class Meta:
         model = GpuHost
-        fields = [
-            "name",
-            "address",
-            "datacenter",
-            "rack",
-            "tags",
-            "cpu_cores",
-            "ram_gb",
-            "numa_nodes",
-            "os",
-            "driver_version",
-            "cuda_version",
-            "notes",
-        ]
+        fields = "__all__"  # the model's order; timestamps are not editable
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
 
 
