@@ -1,7 +1,17 @@
 from fleet.models.changelog import ChangeAction, ChangeLogEntry
 from fleet.models.gateways import Gateway, GatewayKind
-from fleet.models.hosts import Gpu, GpuHost, MigMode
+from fleet.models.hosts import Gpu, GpuHost, GpuTelemetry, MigMode
 from fleet.models.instances import DType, Engine, Instance, KvCacheDType
+from fleet.models.probes import (
+    InstanceState,
+    MetricSample,
+    ProbeCycle,
+    ProbeRun,
+    ProbeSettings,
+    RunStatus,
+    Trigger,
+    Verdict,
+)
 
 __all__ = [
     "ChangeAction",
@@ -12,7 +22,16 @@ __all__ = [
     "GatewayKind",
     "Gpu",
     "GpuHost",
+    "GpuTelemetry",
     "Instance",
+    "InstanceState",
+    "MetricSample",
+    "ProbeCycle",
+    "ProbeRun",
+    "ProbeSettings",
+    "RunStatus",
+    "Trigger",
+    "Verdict",
     "KvCacheDType",
     "MigMode",
 ]

@@ -18,6 +18,12 @@ class GpuHostQuerySet(models.QuerySet["GpuHost"]):
         ).order_by("name")  # Meta.ordering does not apply to aggregate queries
 
 
+class GpuTelemetry(models.TextChoices):
+    OFF = "off", "none"
+    SIMULATED = "simulated", "fleet simulator"
+    NVML = "nvml", "NVML on the host (worker on that host)"
+
+
 class GpuHost(models.Model):
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     address = models.CharField(
@@ -40,6 +46,9 @@ class GpuHost(models.Model):
     os = models.CharField("OS", max_length=100, blank=True)
     driver_version = models.CharField(max_length=32, blank=True)
     cuda_version = models.CharField("CUDA version", max_length=16, blank=True)
+    gpu_telemetry = models.CharField(
+        "GPU telemetry", max_length=10, choices=GpuTelemetry.choices, default=GpuTelemetry.OFF,
+        help_text="Where the GPU probe reads NVML state from.")
     notes = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -22,6 +22,7 @@ def host_form(**overrides):
         "numa_nodes": "2",
         "cpu_cores": "96",
         "ram_gb": "1024",
+        "gpu_telemetry": "off",
     }
     data.update(overrides)
     return data

@@ -1,0 +1,167 @@
+"""What the probes store: runs, metric samples, each instance's state, and probe cycles."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from fleet.models.instances import Instance
+
+
+class Verdict(models.TextChoices):
+    UNKNOWN = "unknown", "not probed yet"
+    UP = "up", "up"
+    DEGRADED = "degraded", "degraded"
+    DOWN = "down", "down"
+
+
+class Trigger(models.TextChoices):
+    SCHEDULE = "schedule", "schedule"
+    MANUAL = "manual", "probe now"
+    CLI = "cli", "command line"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+class ProbeSettings(models.Model):
+    """The judgement thresholds and probe limits; one row, edited in the admin.
+
+    Defaults are the guide's rules (chapter 2.2), corrected where seed-notes say so.
+    """
+
+    connect_s = models.FloatField("connect above (s) → network", default=1.0)
+    ttfb_s = models.FloatField("TTFB above (s) → TTFT", default=5.0)
+    decode_gap_s = models.FloatField("total − TTFB above (s) → TPS", default=10.0)
+    waiting = models.PositiveIntegerField("waiting requests above → backlog", default=10)
+    running_fraction = models.FloatField(
+        "running ≥ this share of max_num_seqs → batch full", default=0.95,
+        validators=[MinValueValidator(0.1), MaxValueValidator(1.0)])
+    kv_cache_usage = models.FloatField("KV cache usage above (with waiting or preemptions)", default=0.95)
+    temperature_c = models.PositiveIntegerField("GPU temperature hint above (°C)", default=85)
+    sm_utilization_pct = models.PositiveIntegerField("SM utilization above (%) → saturated", default=95)
+    ttft_p95_s = models.FloatField("TTFT p95 above (s)", default=5.0)
+    down_after_failures = models.PositiveSmallIntegerField(
+        "down after this many failed cycles in a row", default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(100)])
+    connect_timeout_s = models.FloatField(default=3.0)
+    read_timeout_s = models.FloatField(default=10.0)
+    total_deadline_s = models.FloatField(default=15.0)
+    stream_max_tokens = models.PositiveSmallIntegerField(default=16)
+    concurrency = models.PositiveSmallIntegerField(default=100, validators=[MinValueValidator(1)])
+    raw_retention_hours = models.PositiveIntegerField(default=24)
+    sample_retention_days = models.PositiveIntegerField(default=30)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "probe settings"
+
+    def __str__(self) -> str:
+        return "Probe settings"
+
+    @classmethod
+    def current(cls) -> ProbeSettings:
+        return cls.objects.get_or_create(pk=1)[0]
+
+
+class InstanceState(models.Model):
+    instance = models.OneToOneField(Instance, on_delete=models.CASCADE, related_name="state")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, default=Verdict.UNKNOWN)
+    since = models.DateTimeField(default=timezone.now)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    last_probe_at = models.DateTimeField(null=True, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    last_scrape = models.JSONField(null=True, blank=True, help_text="For rates between scrapes.")
+    last_run = models.ForeignKey("ProbeRun", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+
+    def __str__(self) -> str:
+        return f"{self.instance} {self.verdict}"
+
+    @property
+    def reason(self) -> str:
+        return self.findings[0]["evidence"] if self.findings else ""
+
+
+class ProbeRunQuerySet(models.QuerySet["ProbeRun"]):
+    def latest_first(self) -> ProbeRunQuerySet:
+        return self.order_by("-started_at", "-id")
+
+
+class ProbeRun(models.Model):
+    """One probe of one instance: its phases, stream, metrics, GPU state and verdict."""
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="probe_runs")
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
+    requested_by = models.CharField(max_length=150, blank=True)
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, default=Verdict.UNKNOWN)
+    outcome = models.CharField(max_length=20, blank=True, help_text="The health request's outcome.")
+    result = models.JSONField(default=dict, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+
+    objects = ProbeRunQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["instance", "-started_at"], name="fleet_probrun_inst_time")]
+
+    def __str__(self) -> str:
+        return f"{self.instance} probe at {self.started_at:%H:%M:%S}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (RunStatus.DONE, RunStatus.FAILED)
+
+
+class MetricSample(models.Model):
+    """One value of one canonical metric of an instance at one time.
+
+    resolution is 0 for raw samples; the retention task replaces old raw samples with
+    averages over `resolution` seconds.
+    """
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="samples")
+    name = models.CharField(max_length=64)
+    ts = models.DateTimeField()
+    value = models.FloatField()
+    resolution = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["instance", "name", "ts"], name="fleet_sample_series"),
+                   models.Index(fields=["resolution", "ts"], name="fleet_sample_age")]
+
+    def __str__(self) -> str:
+        return f"{self.instance_id} {self.name}={self.value}"
+
+
+class ProbeCycle(models.Model):
+    """One scheduled sweep over the fleet. At most one open cycle per kind: a cycle that
+    would overlap the previous one is skipped, not stacked."""
+
+    STALE_AFTER = timedelta(minutes=10)
+
+    kind = models.CharField(max_length=32, default="instances")
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    instance_count = models.PositiveIntegerField(default=0)
+    failed_count = models.PositiveIntegerField(default=0)
+    skipped = models.BooleanField(default=False)
+    note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind"], condition=models.Q(finished_at=None),
+                                    name="fleet_probecycle_one_open_per_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} cycle at {self.started_at:%H:%M:%S}"
