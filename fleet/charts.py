@@ -38,3 +38,80 @@ def gpu_memory_by_host() -> dict:
         legend={"orientation": "h", "y": -0.2},
     )
     return json.loads(pio.to_json(figure))
+
+
+def _layout(unit: str, height: int = 220) -> dict:
+    return {
+        "height": height,
+        "margin": {"l": 50, "r": 10, "t": 10, "b": 30},
+        "yaxis": {"title": unit},
+        "legend": {"orientation": "h", "y": -0.25},
+        "hovermode": "x unified",
+    }
+
+
+def instance_panels(*, instance, since) -> list[dict]:
+    """One small time-series figure per panel of fleet.sample_names.PANELS, empty ones left out."""
+    from fleet.models import MetricSample
+    from fleet.sample_names import PANELS, SAMPLE_NAMES
+
+    series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    rows = (
+        MetricSample.objects.filter(instance=instance, name__in=SAMPLE_NAMES, ts__gte=since)
+        .order_by("ts")
+        .values_list("name", "ts", "value")
+    )
+    for name, ts, value in rows:
+        series[name][0].append(ts.isoformat())
+        series[name][1].append(value)
+    panels = []
+    for index, panel in enumerate(PANELS):
+        traces = [
+            go.Scatter(x=series[n][0], y=series[n][1], name=label, mode="lines")
+            for n, label in panel.series
+            if n in series
+        ]
+        if traces:
+            figure = go.Figure(traces, layout=_layout(panel.unit))
+            panels.append(
+                {
+                    "id": f"panel-{index}",
+                    "figure_id": f"panel-{index}-figure",
+                    "title": panel.title,
+                    "figure": json.loads(pio.to_json(figure)),
+                }
+            )
+    return panels
+
+
+PHASES = (
+    ("dns_s", "DNS"),
+    ("connect_s", "connect"),
+    ("tls_s", "TLS"),
+    ("ttfb_s", "TTFB"),
+    ("total_s", "total"),
+)
+
+
+def phase_breakdown(run) -> dict | None:
+    """The latest probe's curl-style phases as one stacked bar (each phase's own share)."""
+    phases = (run.result or {}).get("phases") if run else None
+    if not phases:
+        return None
+    previous, traces = 0.0, []
+    for key, label in PHASES:
+        cumulative = phases.get(key)
+        if cumulative is None:
+            continue
+        traces.append(
+            go.Bar(
+                y=["latest probe"],
+                x=[max(cumulative - previous, 0.0)],
+                name=label,
+                orientation="h",
+                hovertemplate=f"{label}: %{{x:.3f}} s<extra></extra>",
+            )
+        )
+        previous = max(previous, cumulative)
+    figure = go.Figure(traces, layout={**_layout("", 160), "barmode": "stack", "xaxis": {"title": "s"}})
+    return json.loads(pio.to_json(figure))

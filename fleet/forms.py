@@ -33,7 +33,21 @@ class HostForm(forms.ModelForm):
 
     class Meta:
         model = GpuHost
-        fields = "__all__"  # the model's order; timestamps are not editable
+        fields = [
+            "name",
+            "address",
+            "datacenter",
+            "rack",
+            "tags",
+            "cpu_cores",
+            "ram_gb",
+            "numa_nodes",
+            "os",
+            "driver_version",
+            "cuda_version",
+            "gpu_telemetry",
+            "notes",
+        ]
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
 
 

@@ -1,7 +1,7 @@
 from ops_console.roles import Role, has_role
 
 NAVIGATION = [
-    ("Fleet", "fleet:host-list", "fleet"),
+    ("Fleet", "fleet:overview", "fleet"),
     ("Incidents", "incidents:index", "incidents"),
     ("Troubleshoot", "diagnostics:troubleshoot", "troubleshoot"),
     ("Sizing", "diagnostics:sizing", "sizing"),

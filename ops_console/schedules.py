@@ -29,6 +29,18 @@ SCHEDULES: tuple[Schedule, ...] = (
         every_seconds=60,
         description="Shows on /healthz that a worker and beat are running.",
     ),
+    Schedule(
+        name="probe cycle",
+        task="fleet.probe_cycle",
+        every_seconds=30,
+        description="Health, latency phases, streaming, metrics and GPU state of every enabled instance.",
+    ),
+    Schedule(
+        name="prune metric samples",
+        task="fleet.prune_samples",
+        every_seconds=3600,
+        description="Downsamples raw samples older than the raw retention and prunes the oldest.",
+    ),
 )
 
 

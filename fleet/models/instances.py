@@ -114,6 +114,12 @@ class Instance(models.Model):
         return reverse("fleet:instance-detail", args=[self.pk])
 
     @property
+    def verdict(self) -> str:
+        """The probes' latest verdict; disabled and never-probed instances are unknown."""
+        state = getattr(self, "state", None)  # the reverse one-to-one raises when missing
+        return state.verdict if self.enabled and state else "unknown"
+
+    @property
     def parallel_size(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size
 

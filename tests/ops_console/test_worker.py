@@ -43,9 +43,11 @@ def test_a_real_worker_runs_the_heartbeat_task_from_the_broker(broker):
 @pytest.mark.embedded
 @pytest.mark.django_db
 def test_periodic_tasks_are_registered_with_django_celery_beat_and_admin_edits_survive():
-    (task,) = sync_periodic_tasks()
+    tasks = {t.name: t for t in sync_periodic_tasks()}
+    task = tasks["worker heartbeat"]
     assert task.task == "ops_console.heartbeat" and task.interval.every == 60
+    assert tasks["probe cycle"].task == "fleet.probe_cycle"
     task.enabled = False
     task.save()
-    (again,) = sync_periodic_tasks()
+    again = {t.name: t for t in sync_periodic_tasks()}["worker heartbeat"]
     assert again.pk == task.pk and again.enabled is False

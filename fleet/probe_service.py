@@ -1,0 +1,234 @@
+"""Running probes for inventory instances and storing what they found.
+
+The Django edge of `fleet/probes/`: it turns Instance rows into probe targets, runs the
+async probes, and writes runs, samples and states. Celery tasks and the `probe` command
+call these functions; nothing here knows about Celery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from fleet.models import (
+    GpuTelemetry,
+    Instance,
+    InstanceState,
+    MetricSample,
+    ProbeCycle,
+    ProbeRun,
+    ProbeSettings,
+    RunStatus,
+    Trigger,
+)
+from fleet.nvml.simulated_backend import nvml_backend_for
+from fleet.probes.classify import Thresholds, next_state
+from fleet.probes.instance_probe import InstanceProbe, probe_many
+from fleet.probes.scrape import Scrape
+from fleet.probes.target import ProbeLimits, ProbeTarget
+from fleet.sample_names import samples_from
+
+
+def target_for(instance: Instance) -> ProbeTarget:
+    """Probes go only to inventory instances; the API key is read from the named variable."""
+    return ProbeTarget(
+        instance_id=instance.pk,
+        name=instance.name,
+        engine=instance.engine,
+        engine_version=instance.engine_version,
+        base_url=instance.base_url,
+        served_model_name=instance.served_model_name,
+        api_key=os.environ.get(instance.api_key_env) if instance.api_key_env else None,
+        max_num_seqs=instance.max_num_seqs,
+        max_model_len=instance.max_model_len,
+    )
+
+
+def thresholds_from(settings: ProbeSettings) -> Thresholds:
+    names = Thresholds.__dataclass_fields__
+    return Thresholds(**{name: getattr(settings, name) for name in names if hasattr(settings, name)})
+
+
+def limits_from(settings: ProbeSettings) -> ProbeLimits:
+    names = ProbeLimits.__dataclass_fields__
+    return ProbeLimits(**{name: getattr(settings, name) for name in names if hasattr(settings, name)})
+
+
+def _gpu_backend(instance: Instance):
+    telemetry = instance.host.gpu_telemetry
+    if telemetry == GpuTelemetry.SIMULATED:
+        return nvml_backend_for("simulated", url=f"{instance.base_url}/_sim/nvml")
+    if telemetry == GpuTelemetry.NVML:
+        return nvml_backend_for("pynvml")
+    return None
+
+
+def _gpu_indexes(instance: Instance) -> frozenset[int]:
+    return frozenset(g.index for g in instance.gpus.all())
+
+
+def _instance_gpus(instance: Instance) -> list[dict]:
+    return [{"index": g.index, "numa_node": g.numa_node} for g in instance.gpus.all()]
+
+
+def probe_instances(*, instances: list[Instance], settings: ProbeSettings) -> list[InstanceProbe]:
+    """Probe the instances concurrently (bounded by settings.concurrency)."""
+    states = {s.instance_id: s for s in InstanceState.objects.filter(instance__in=instances)}
+    previous = {
+        i.pk: Scrape.from_dict(states[i.pk].last_scrape)
+        for i in instances
+        if i.pk in states and states[i.pk].last_scrape
+    }
+    return asyncio.run(
+        probe_many(
+            targets=[target_for(i) for i in instances],
+            previous_scrapes=previous,
+            limits=limits_from(settings),
+            thresholds=thresholds_from(settings),
+            concurrency=settings.concurrency,
+            gpu_backends={i.pk: _gpu_backend(i) for i in instances},
+            instance_gpus={i.pk: _instance_gpus(i) for i in instances},
+        )
+    )
+
+
+def _record(
+    *,
+    instance: Instance,
+    probe: InstanceProbe,
+    run: ProbeRun | None,
+    trigger: str,
+    settings: ProbeSettings,
+    at: datetime,
+) -> tuple[ProbeRun, list[MetricSample]]:
+    result = probe.to_dict()
+    findings = [f.to_dict() for f in probe.classification.findings]
+    run = run or ProbeRun(instance=instance, trigger=trigger, started_at=at)
+    run.status, run.finished_at = RunStatus.DONE, timezone.now()
+    run.verdict, run.outcome = probe.classification.verdict, probe.outcome
+    run.result, run.findings = result, findings
+    run.save()
+    state, _ = InstanceState.objects.get_or_create(instance=instance)
+    verdict, failures = next_state(
+        previous_state=state.verdict,
+        consecutive_failures=state.consecutive_failures,
+        classification=probe.classification,
+        thresholds=thresholds_from(settings),
+    )
+    if verdict != state.verdict:
+        state.since = at
+    state.verdict, state.consecutive_failures = verdict, failures
+    state.last_probe_at, state.findings, state.last_run = at, findings, run
+    state.last_scrape = probe.scrape.to_dict() if probe.scrape else state.last_scrape
+    state.save()
+    samples = [
+        MetricSample(instance=instance, name=name, ts=at, value=value)
+        for name, value in samples_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
+    ]
+    return run, samples
+
+
+def record_probes(
+    *,
+    instances: Iterable[Instance],
+    probes: list[InstanceProbe],
+    trigger: str,
+    settings: ProbeSettings,
+    runs: dict[int, ProbeRun] | None = None,
+) -> list[ProbeRun]:
+    at = timezone.now()
+    by_id = {i.pk: i for i in instances}
+    recorded, samples = [], []
+    with transaction.atomic():
+        for probe in probes:
+            instance = by_id[probe.target.instance_id]
+            run, new = _record(
+                instance=instance,
+                probe=probe,
+                run=(runs or {}).get(instance.pk),
+                trigger=trigger,
+                settings=settings,
+                at=at,
+            )
+            recorded.append(run)
+            samples.extend(new)
+        MetricSample.objects.bulk_create(samples, batch_size=2000)
+    return recorded
+
+
+def _probe_queryset():
+    return Instance.objects.enabled().select_related("host").prefetch_related("gpus")
+
+
+def _open_cycle(kind: str) -> ProbeCycle | None:
+    """Open a cycle, or None when one is still running (the database allows one open cycle)."""
+    now = timezone.now()
+    ProbeCycle.objects.filter(
+        kind=kind, finished_at=None, started_at__lt=now - ProbeCycle.STALE_AFTER
+    ).update(finished_at=now, note="abandoned: its worker never finished it")
+    try:
+        with transaction.atomic():
+            return ProbeCycle.objects.create(kind=kind, started_at=now)
+    except IntegrityError:
+        ProbeCycle.objects.create(
+            kind=kind,
+            started_at=now,
+            finished_at=now,
+            skipped=True,
+            note="skipped: the previous cycle was still running",
+        )
+        return None
+
+
+def run_cycle(*, kind: str = "instances") -> ProbeCycle | None:
+    """One scheduled sweep over every enabled instance; None when skipped for overlap."""
+    cycle = _open_cycle(kind)
+    if cycle is None:
+        return None
+    try:
+        settings = ProbeSettings.current()
+        instances = list(_probe_queryset())
+        probes = probe_instances(instances=instances, settings=settings)
+        runs = record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
+        cycle.instance_count = len(runs)
+        cycle.failed_count = sum(1 for r in runs if r.verdict == "down")
+    finally:
+        cycle.finished_at = timezone.now()
+        cycle.save()
+    return cycle
+
+
+def request_probe(*, instance: Instance, requested_by: str, trigger: str = Trigger.MANUAL) -> ProbeRun:
+    return ProbeRun.objects.create(instance=instance, trigger=trigger, requested_by=requested_by)
+
+
+def run_requested_probe(*, run_id: int) -> ProbeRun:
+    """Carry out a run made by request_probe (the "probe now" button or the CLI)."""
+    run = ProbeRun.objects.select_related("instance__host").get(pk=run_id)
+    run.status = RunStatus.RUNNING
+    run.save(update_fields=["status"])
+    settings = ProbeSettings.current()
+    instance = _probe_queryset().get(pk=run.instance_id) if run.instance.enabled else run.instance
+    try:
+        (probe,) = probe_instances(instances=[instance], settings=settings)
+        (run,) = record_probes(
+            instances=[instance],
+            probes=[probe],
+            trigger=run.trigger,
+            settings=settings,
+            runs={instance.pk: run},
+        )
+    except Exception as exc:  # the run row must end, whatever happened
+        run.status, run.error, run.finished_at = (
+            RunStatus.FAILED,
+            f"{type(exc).__name__}: {exc}",
+            timezone.now(),
+        )
+        run.save(update_fields=["status", "error", "finished_at"])
+        raise
+    return run

@@ -1,0 +1,96 @@
+"""The fleet overview tiles, the instance page's state, probe now with progress, and charts."""
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from fleet.models import InstanceState, MetricSample, ProbeRun
+from tests.conftest import HTMX_HEADERS
+from tests.factories import make_host, make_instance
+
+pytestmark = pytest.mark.django_db
+
+
+def with_state(instance, verdict, evidence=""):
+    findings = [{"code": "x", "category": "timeout.ttft", "severity": "degraded", "evidence": evidence}]
+    InstanceState.objects.create(
+        instance=instance,
+        verdict=verdict,
+        last_probe_at=timezone.now(),
+        findings=findings if evidence else [],
+    )
+    return instance
+
+
+def test_the_overview_shows_a_tile_per_instance_grouped_by_host_with_the_reason(viewer_client):
+    host = make_host(name="rack-a")
+    with_state(make_instance(host, name="fast-one"), "up")
+    with_state(make_instance(host, name="slow-one"), "degraded", "TTFB 7.2 s > 5 s, so TTFT")
+    content = viewer_client.get(reverse("fleet:overview")).content.decode()
+    assert "rack-a" in content and "fast-one" in content
+    assert "TTFB 7.2 s &gt; 5 s, so TTFT" in content
+    assert 'hx-trigger="every 10s"' in content
+
+
+def test_the_overview_filters_by_state_and_polls_only_the_tiles(viewer_client):
+    host = make_host()
+    with_state(make_instance(host, name="fine"), "up")
+    with_state(make_instance(host, name="broken"), "down", "connection refused")
+    response = viewer_client.get(
+        reverse("fleet:overview"), {"state": "down"}, HTTP_HX_TARGET="tiles", **HTMX_HEADERS
+    )
+    content = response.content.decode()
+    assert "<html" not in content and "broken" in content and "fine" not in content
+
+
+def test_the_overview_of_an_empty_fleet_says_how_to_start(viewer_client):
+    assert "No inference instances yet" in viewer_client.get(reverse("fleet:overview")).content.decode()
+
+
+def test_the_instance_page_shows_the_state_and_its_evidence(viewer_client):
+    instance = with_state(make_instance(make_host()), "degraded", "waiting 14 > 10: queue backlog")
+    content = viewer_client.get(instance.get_absolute_url()).content.decode()
+    assert "waiting 14 &gt; 10: queue backlog" in content
+    assert "Probe now" not in content  # viewers read; the button is for engineers
+
+
+def test_probe_now_queues_a_run_and_answers_with_a_polling_progress_partial(client, cast):
+    client.force_login(cast.engineer)
+    instance = make_instance(make_host())
+    response = client.post(reverse("fleet:instance-probe", args=[instance.pk]), **HTMX_HEADERS)
+    run = ProbeRun.objects.get()
+    assert response.status_code == 202 and run.requested_by == cast.engineer.username
+    assert reverse("fleet:run-status", args=[run.pk]) in response.content.decode()
+    assert "spinner" in response.content.decode()
+
+
+def test_viewers_cannot_probe_now(viewer_client):
+    instance = make_instance(make_host())
+    assert viewer_client.post(reverse("fleet:instance-probe", args=[instance.pk])).status_code == 403
+
+
+def test_the_progress_partial_stops_polling_with_286_once_the_run_is_done(viewer_client):
+    run = ProbeRun.objects.create(instance=make_instance(make_host()), status="running")
+    assert viewer_client.get(reverse("fleet:run-status", args=[run.pk])).status_code == 200
+    run.status, run.verdict, run.finished_at = "done", "up", timezone.now()
+    run.save()
+    assert viewer_client.get(reverse("fleet:run-status", args=[run.pk])).status_code == 286
+
+
+def test_the_charts_partial_draws_the_stored_samples_for_the_chosen_range(viewer_client):
+    instance = make_instance(make_host())
+    now = timezone.now()
+    MetricSample.objects.bulk_create(
+        [
+            MetricSample(
+                instance=instance, name="ttft_p95_s", ts=now - timezone.timedelta(minutes=m), value=0.2 + m
+            )
+            for m in range(5)
+        ]
+    )
+    content = viewer_client.get(
+        reverse("fleet:instance-charts", args=[instance.pk]), {"range": "1h"}
+    ).content.decode()
+    assert "Time to first token" in content and "panel-0-figure" in content
+    empty = viewer_client.get(reverse("fleet:instance-charts", args=[make_instance(make_host()).pk])).content
+    assert b"No samples in the last 1h" in empty
