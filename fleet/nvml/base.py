@@ -25,13 +25,20 @@ class ThrottleReason(StrEnum):
     HW_THERMAL = "hw_thermal_slowdown"
     HW_POWER_BRAKE = "hw_power_brake_slowdown"
     DISPLAY_CLOCKS = "display_clock_setting"
+    BOARD_LIMIT = "board_limit"  # newer drivers (nvmlClocksThrottleReasonBoardLimit)
+    RELIABILITY = "reliability"  # newer drivers (nvmlClocksThrottleReasonReliability)
 
 
 # The reasons that mean the GPU is running slower than it could because of heat or power.
-SLOWDOWN_REASONS = frozenset({
-    ThrottleReason.SW_POWER_CAP, ThrottleReason.HW_SLOWDOWN, ThrottleReason.SW_THERMAL,
-    ThrottleReason.HW_THERMAL, ThrottleReason.HW_POWER_BRAKE,
-})
+SLOWDOWN_REASONS = frozenset(
+    {
+        ThrottleReason.SW_POWER_CAP,
+        ThrottleReason.HW_SLOWDOWN,
+        ThrottleReason.SW_THERMAL,
+        ThrottleReason.HW_THERMAL,
+        ThrottleReason.HW_POWER_BRAKE,
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +102,30 @@ class NvmlReading:
     driver_version: str
     cuda_version: str
     gpus: tuple[GpuState, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "driver_version": self.driver_version,
+            "cuda_version": self.cuda_version,
+            "gpus": [g.to_dict() for g in self.gpus],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NvmlReading:
+        """Build from JSON (the simulator's /_sim/nvml); ValueError naming what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("an NVML reading must be a JSON object")
+        missing = {"driver_version", "cuda_version"} - set(data)
+        if missing:
+            raise ValueError(f"NVML reading lacks: {', '.join(sorted(missing))}")
+        gpus = data.get("gpus", [])
+        if not isinstance(gpus, list):
+            raise ValueError("NVML reading 'gpus' must be a list")
+        return cls(
+            driver_version=str(data["driver_version"]),
+            cuda_version=str(data["cuda_version"]),
+            gpus=tuple(GpuState.from_dict(g) for g in gpus),
+        )
 
 
 class NvmlBackend(Protocol):

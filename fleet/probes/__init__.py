@@ -1,0 +1,1 @@
+"""Probes of inference instances: plain async Python, no Django, nothing raises out."""

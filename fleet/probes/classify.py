@@ -1,0 +1,323 @@
+"""From probe results to findings and a verdict, by the guide's rules (chapter 2.2).
+
+Each finding names its category in the guide's taxonomy (2.1), a severity and the
+evidence with the numbers filled in ("TTFB 7.2 s > 5 s, so TTFT"). Corrections from
+seed-notes apply: high KV-cache usage alone is only informational (#11); thermal trouble
+is judged by NVML's throttle reasons, the temperature is a hint (#10); vLLM never sends
+429 itself (#8); failures are finished_reason abort|error, not request_failure_total (#5).
+Severity "info" findings are shown but do not change the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fleet.probes.findings import SEVERITY_RANK, Category, Finding, Severity, Thresholds
+from fleet.probes.gpu import GpuProbeResult
+from fleet.probes.gpu_rules import gpu_findings
+from fleet.probes.metric_rules import metric_findings, scrape_findings
+from fleet.probes.network_rules import connection_finding, status_finding
+from fleet.probes.phases import PhaseResult
+from fleet.probes.readiness import ReadinessResult, RouteCheck
+from fleet.probes.scrape import ScrapeResult
+from fleet.probes.streaming import StreamResult
+from fleet.probes.target import ProbeTarget
+
+__all__ = ["Category", "Classification", "Finding", "Thresholds", "classify", "next_state", "verdict_of"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Classification:
+    verdict: Literal["up", "degraded", "down"]
+    findings: tuple[Finding, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings]}
+
+
+def _readiness(
+    readiness: ReadinessResult | None,
+    target: ProbeTarget,
+    gpus: GpuProbeResult | None,
+    indices: Sequence[int] | None,
+) -> list[Finding]:
+    if readiness is None:
+        return []
+    found = []
+    for check in readiness.checks:
+        if check.outcome == "ok" or check.path in ("/version",):
+            continue
+        made = connection_finding(
+            check.outcome,
+            where=check.path,
+            error=check.error,
+            target=target,
+            source="readiness",
+            gpus=gpus,
+            indices=indices,
+        )
+        health = check is readiness.checks[0]
+        found.append(made or _readiness_failure(readiness, check, health=health))
+        if health:
+            break  # with the health route failing, the other routes' failures add nothing
+    if readiness.model_mismatch:
+        listed = ", ".join(readiness.models) or "none"
+        found.append(
+            Finding(
+                code="model.mismatch",
+                category=Category.MODEL_MISMATCH,
+                severity="down",
+                source="readiness",
+                evidence=f"served_model_name {target.served_model_name!r} is not among the models "
+                f"the server lists ({listed}): requests for it get 404",
+            )
+        )
+    return found + _version(readiness, target)
+
+
+def _readiness_failure(readiness: ReadinessResult, check: RouteCheck, *, health: bool) -> Finding:
+    """A failed readiness route: a hung or dead health route is down, the rest degraded."""
+    path, outcome, status, error = check.path, check.outcome, check.status, check.error
+
+    def make(code: str, category: str, severity: Severity, evidence: str) -> Finding:
+        return Finding(code=code, category=category, severity=severity, evidence=evidence, source="readiness")
+
+    if outcome == "read_timeout" and health:
+        return make(
+            "health.timeout",
+            Category.HUNG,
+            "down",
+            f"{path} accepted the connection but did not answer in {check.elapsed_s:.1f} s: "
+            "the API server is hung",
+        )
+    if outcome == "bad_status" and status in (500, 503) and health and readiness.engine_dead:
+        return make(
+            "engine.dead",
+            Category.ENGINE_DEAD,
+            "down",
+            f"{path} returned {status}: the engine is dead (vLLM answers 500 up to 0.10 and 503 "
+            "from 0.11; TGI 503)",
+        )
+    if outcome == "bad_status" and status in (401, 403):
+        return make(
+            "auth.rejected",
+            Category.PROBE_ERROR,
+            "degraded",
+            f"{path} answered {status}: the API key (from the inventory's variable) is missing or wrong",
+        )
+    if outcome == "garbage":
+        return make("readiness.garbage", Category.GARBAGE, "degraded", f"{path}: {error}")
+    return make(f"readiness.{outcome}", Category.PROBE_ERROR, "degraded", f"{path}: {error or outcome}")
+
+
+def _version(readiness: ReadinessResult, target: ProbeTarget) -> list[Finding]:
+    wanted, seen = target.engine_version.strip(), (readiness.version or "").strip()
+    if not wanted or not seen or seen.startswith(wanted):
+        return []
+    return [
+        Finding(
+            code="version.mismatch",
+            category=Category.VERSION_MISMATCH,
+            severity="info",
+            source="readiness",
+            evidence=f"The inventory says {target.engine} {wanted} but the server reports {seen}; "
+            "metric names are read by what the server really runs",
+        )
+    ]
+
+
+def _phases(phases: PhaseResult | None, target: ProbeTarget, th: Thresholds) -> list[Finding]:
+    if phases is None:
+        return []
+    path = phases.url.removeprefix(target.base_url.rstrip("/")) or phases.url
+    if phases.outcome != "ok":
+        return [_request_failure(phases, path=path, target=target, source="phases")]
+    found = []
+    if phases.connect_s is not None and phases.connect_s > th.connect_s:
+        found.append(
+            Finding(
+                code="connect.slow",
+                category=Category.NETWORK,
+                severity="degraded",
+                source="phases",
+                evidence=f"Connect {phases.connect_s:.2f} s > {th.connect_s:g} s, so the network",
+            )
+        )
+    if phases.ttfb_s is not None and phases.ttfb_s > th.ttfb_s:
+        found.append(
+            Finding(
+                code="ttfb.slow",
+                category=Category.TTFT,
+                severity="degraded",
+                source="phases",
+                evidence=f"TTFB {phases.ttfb_s:.1f} s > {th.ttfb_s:g} s on {path}, so TTFT",
+            )
+        )
+    gap = phases.decode_gap_s
+    if gap is not None and gap > th.decode_gap_s:
+        found.append(
+            Finding(
+                code="decode.slow",
+                category=Category.TPS,
+                severity="degraded",
+                source="phases",
+                evidence=f"Total − TTFB {gap:.1f} s > {th.decode_gap_s:g} s on {path}, so TPS",
+            )
+        )
+    return found
+
+
+def _request_failure(
+    result: PhaseResult | StreamResult, *, path: str, target: ProbeTarget, source: str
+) -> Finding:
+    """A failed generation request: its connection, its HTTP status, or a timeout."""
+    outcome, error = result.outcome, result.error
+    made = connection_finding(outcome, where=path, error=error, target=target, source=source)
+    if made:
+        return made
+    if outcome == "bad_status":
+        return status_finding(
+            status=result.status,
+            path=path,
+            error=error,
+            server=result.server,
+            retry_after=result.retry_after,
+            engine=target.engine,
+            source=source,
+        )
+    if outcome == "read_timeout":
+        return Finding(
+            code=f"{source}.timeout",
+            category=Category.TTFT,
+            severity="degraded",
+            source=source,
+            evidence=f"{path} sent no answer in time ({error}): queueing, a long prefill or a stalled "
+            "engine (TTFT)",
+        )
+    category = Category.GARBAGE if outcome == "garbage" else Category.PROBE_ERROR
+    return Finding(
+        code=f"{source}.{outcome}",
+        category=category,
+        severity="degraded",
+        source=source,
+        evidence=f"{path}: {error or outcome}",
+    )
+
+
+def _stream(stream: StreamResult | None, target: ProbeTarget, th: Thresholds) -> list[Finding]:
+    if stream is None:
+        return []
+    if stream.outcome == "read_timeout":
+        return [_stream_timeout(stream)]
+    if stream.outcome != "ok":
+        return [_request_failure(stream, path="the stream probe", target=target, source="stream")]
+    return _stream_timing(stream, th)
+
+
+def _stream_timeout(stream: StreamResult) -> Finding:
+    if not stream.token_events:
+        return Finding(
+            code="stream.no_first_token",
+            category=Category.TTFT,
+            severity="degraded",
+            source="stream",
+            evidence=f"No first token before the stream probe timed out ({stream.error}), so TTFT",
+        )
+    return Finding(
+        code="stream.stalled",
+        category=Category.TPS,
+        severity="degraded",
+        source="stream",
+        evidence=f"The stream stalled after {stream.token_events} tokens ({stream.error}), so TPS",
+    )
+
+
+def _stream_timing(stream: StreamResult, th: Thresholds) -> list[Finding]:
+    found = []
+    if stream.ttft_s is not None and stream.ttft_s > th.ttfb_s:
+        found.append(
+            Finding(
+                code="ttft.slow",
+                category=Category.TTFT,
+                severity="degraded",
+                source="stream",
+                evidence=f"TTFT {stream.ttft_s:.1f} s > {th.ttfb_s:g} s in the stream probe, so TTFT",
+            )
+        )
+    if (
+        stream.total_s is not None
+        and stream.ttft_s is not None
+        and stream.total_s - stream.ttft_s > th.decode_gap_s
+    ):
+        rate = f" ({stream.output_tokens_per_s:.1f} tokens/s)" if stream.output_tokens_per_s else ""
+        found.append(
+            Finding(
+                code="tps.slow",
+                category=Category.TPS,
+                severity="degraded",
+                source="stream",
+                evidence=f"Total − TTFT {stream.total_s - stream.ttft_s:.1f} s > {th.decode_gap_s:g} s "
+                f"for {stream.completion_tokens} tokens{rate}, so TPS",
+            )
+        )
+    return found
+
+
+def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    kept: dict[str, Finding] = {}
+    for finding in findings:
+        old = kept.get(finding.code)
+        if old is None or SEVERITY_RANK[finding.severity] < SEVERITY_RANK[old.severity]:
+            kept[finding.code] = finding
+    return sorted(kept.values(), key=lambda f: SEVERITY_RANK[f.severity])
+
+
+def verdict_of(findings: Sequence[Finding]) -> Literal["up", "degraded", "down"]:
+    severities = {f.severity for f in findings}
+    return "down" if "down" in severities else "degraded" if "degraded" in severities else "up"
+
+
+def classify(
+    *,
+    readiness: ReadinessResult | None,
+    phases: PhaseResult | None,
+    stream: StreamResult | None,
+    derived: Mapping[str, float],
+    gpus: GpuProbeResult | None,
+    target: ProbeTarget,
+    thresholds: Thresholds,
+    scrape: ScrapeResult | None = None,
+    numa: Sequence[str] = (),
+    gpu_indices: Sequence[int] | None = None,
+) -> Classification:
+    """All findings of one probe, most severe first, and the verdict: down if any finding
+    is "down", degraded if any is "degraded", else up. gpu_indices limits the GPU rules to
+    the instance's GPUs (all GPUs of the reading when None)."""
+    found = [
+        *_readiness(readiness, target, gpus, gpu_indices),
+        *_phases(phases, target, thresholds),
+        *_stream(stream, target, thresholds),
+        *scrape_findings(scrape),
+        *metric_findings(derived, target, thresholds),
+    ]
+    found += gpu_findings(gpus, gpu_indices, thresholds, numa, busy=found)
+    findings = _dedupe(found)
+    return Classification(verdict=verdict_of(findings), findings=tuple(findings))
+
+
+def next_state(
+    *, previous_state: str, consecutive_failures: int, classification: Classification, thresholds: Thresholds
+) -> tuple[str, int]:
+    """The instance's state after this cycle, and its count of failed cycles in a row.
+
+    A failed cycle (verdict down) only counts until `down_after_failures` failures in a
+    row turn the instance down; until then it keeps its previous state. Degraded is its
+    own state. Any cycle that is not a failure resets the count."""
+    if classification.verdict != "down":
+        return classification.verdict, 0
+    failures = consecutive_failures + 1
+    if failures >= thresholds.down_after_failures:
+        return "down", failures
+    return previous_state, failures

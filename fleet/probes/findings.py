@@ -1,0 +1,70 @@
+"""The vocabulary of findings: categories, severities, thresholds.
+
+Categories follow the guide's taxonomy (2.1) where it has one; `oom.kv_pressure` is the
+corrected reading of "KV cache full" (seed-notes #3: vLLM waits and preempts, no OOM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+Severity = Literal["info", "degraded", "down"]
+SEVERITY_RANK = {"down": 0, "degraded": 1, "info": 2}
+
+
+class Category(StrEnum):
+    TTFT = "timeout.ttft"
+    TPS = "timeout.tps"
+    CONNECT = "timeout.connect"
+    NETWORK = "timeout.network"
+    HTTP_429 = "rate_limit.http_429"
+    QUEUE = "rate_limit.queue"
+    KV_PRESSURE = "oom.kv_pressure"  # not an OOM in vLLM: waiting and preemption (seed-notes #3)
+    THERMAL = "gpu.thermal"
+    POWER = "gpu.power"
+    SATURATED = "gpu.saturated"
+    XID = "gpu.xid"
+    ECC = "gpu.ecc"
+    NUMA = "gpu.numa"
+    GONE = "process.gone"
+    ENGINE_DEAD = "process.engine_dead"
+    HUNG = "process.hung"
+    MODEL_MISMATCH = "readiness.model_mismatch"
+    VERSION_MISMATCH = "readiness.version_mismatch"
+    REQUEST_ERRORS = "errors.requests"
+    METRICS = "metrics.unavailable"
+    PROBE_ERROR = "probe.error"
+    GARBAGE = "probe.garbage"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thresholds:
+    """The guide's judgement rules (2.2.1–2.2.3), all editable. A value above the
+    threshold triggers the finding."""
+
+    connect_s: float = 1.0  # Connect > 1 s → network
+    ttfb_s: float = 5.0  # TTFB (or the stream's TTFT) > 5 s → TTFT
+    decode_gap_s: float = 10.0  # Total − TTFB (or − TTFT) large → TPS
+    waiting: float = 10  # waiting > 10 → backlog
+    running_fraction: float = 0.95  # running ≥ 95 % of max_num_seqs → batch full
+    kv_cache_usage: float = 0.95  # only with waiting or preemptions (seed-notes #11)
+    preemptions_per_s: float = 0.0
+    temperature_c: float = 85  # a hint; throttle reasons are the evidence (seed-notes #10)
+    sm_utilization_pct: float = 95  # SM > 95 % → saturated
+    ttft_p95_s: float = 5.0
+    error_ratio: float = 0.05  # the guide's 5 % error-rate alert
+    down_after_failures: int = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    code: str
+    category: str
+    severity: Severity
+    evidence: str
+    source: str = ""  # readiness, phases, stream, metrics, gpu
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

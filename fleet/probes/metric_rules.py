@@ -1,0 +1,163 @@
+"""Findings from an engine's metrics (derived over the window between two scrapes).
+
+The guide's rules (2.2.2, 2.2.3, 5.3) with seed-notes' corrections: KV-cache usage above
+the threshold is informational unless requests wait or are preempted (#11: it is a
+cache); preemptions are KV pressure, not an OOM (#3); swap exists only in 0.7 (#5); the
+error ratio comes from request_success_total{finished_reason="abort"|"error"} (#5). An
+engine with work queued but no tokens generated over the window is stalled (vllm#39863).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from fleet.probes.findings import Category, Finding, Severity, Thresholds
+from fleet.probes.scrape import ScrapeResult
+from fleet.probes.target import ProbeTarget
+
+Rule = Callable[[Mapping[str, float], ProbeTarget, Thresholds], Finding | None]
+
+
+def _finding(code: str, category: str, evidence: str, severity: Severity = "degraded") -> Finding:
+    return Finding(code=code, category=category, severity=severity, evidence=evidence, source="metrics")
+
+
+def _backlog(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    waiting = d.get("num_requests_waiting")
+    if waiting is None or waiting <= th.waiting:
+        return None
+    return _finding(
+        "queue.backlog", Category.QUEUE, f"{waiting:g} requests waiting > {th.waiting:g}, so a backlog"
+    )
+
+
+def _batch_full(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    running, limit = d.get("num_requests_running"), target.max_num_seqs
+    if running is None or not limit or running < th.running_fraction * limit:
+        return None
+    return _finding(
+        "batch.full",
+        Category.QUEUE,
+        f"{running:g} running of max_num_seqs {limit} ({running / limit:.0%} ≥ "
+        f"{th.running_fraction:.0%}), so the batch is full",
+    )
+
+
+def _preempting(d: Mapping[str, float], th: Thresholds) -> bool:
+    return d.get("preemptions_per_s", 0.0) > th.preemptions_per_s
+
+
+def _preemptions(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    if not _preempting(d, th):
+        return None
+    return _finding(
+        "kv.preemptions",
+        Category.KV_PRESSURE,
+        f"{d['preemptions_per_s']:.2f} preemptions/s > {th.preemptions_per_s:g}: the KV cache is full "
+        "and requests are recomputed (not an OOM)",
+    )
+
+
+def _kv_usage(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    usage = d.get("kv_cache_usage")
+    if usage is None or usage <= th.kv_cache_usage:
+        return None
+    waiting = d.get("num_requests_waiting", 0.0)
+    if waiting > th.waiting or _preempting(d, th):
+        return _finding(
+            "kv.pressure",
+            Category.KV_PRESSURE,
+            f"KV cache {usage:.0%} used > {th.kv_cache_usage:.0%} with {waiting:g} waiting and "
+            f"{d.get('preemptions_per_s', 0.0):.2f} preemptions/s: requests wait for KV blocks",
+        )
+    return _finding(
+        "kv.high",
+        Category.KV_PRESSURE,
+        f"KV cache {usage:.0%} used > {th.kv_cache_usage:.0%}, but nothing waits beyond the threshold "
+        "and nothing is preempted: normal under load, it is a cache",
+        "info",
+    )
+
+
+def _swap(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    cpu, swapped = d.get("cpu_cache_usage", 0.0), d.get("num_requests_swapped", 0.0)
+    if cpu <= 0 and swapped <= 0:
+        return None
+    return _finding(
+        "kv.swap",
+        Category.TPS,
+        f"KV blocks swapped to CPU (cpu_cache_usage {cpu:.0%}, {swapped:g} requests swapped), so TPS "
+        "drops (vLLM 0.7 / V0 only)",
+    )
+
+
+def _ttft_p95(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    p95 = d.get("ttft_p95_s")
+    if p95 is None or p95 <= th.ttft_p95_s:
+        return None
+    return _finding(
+        "ttft_p95.high",
+        Category.TTFT,
+        f"TTFT p95 {p95:.2f} s > {th.ttft_p95_s:g} s over the last {d.get('window_s', 0):.0f} s",
+    )
+
+
+def _errors(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    errors, total = d.get("request_errors_per_s", 0.0), d.get("requests_per_s", 0.0)
+    if errors <= 0 or total <= 0 or errors / total <= th.error_ratio:
+        return None
+    return _finding(
+        "requests.failing",
+        Category.REQUEST_ERRORS,
+        f"{errors:.2f} of {total:.2f} requests/s ended in abort or error ({errors / total:.0%} > "
+        f"{th.error_ratio:.0%}), by request_success_total's finished_reason",
+    )
+
+
+def _stalled(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
+    queued = d.get("num_requests_waiting", 0.0) + d.get("num_requests_running", 0.0)
+    if "generation_tokens_per_s" not in d or d["generation_tokens_per_s"] > 0 or queued <= 0:
+        return None
+    return _finding(
+        "engine.stalled",
+        Category.HUNG,
+        f"{d.get('num_requests_running', 0):g} running and {d.get('num_requests_waiting', 0):g} "
+        f"waiting, but no token generated in {d.get('window_s', 0):.0f} s: the engine is stalled",
+        "down",
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    _stalled,
+    _backlog,
+    _batch_full,
+    _preemptions,
+    _kv_usage,
+    _swap,
+    _ttft_p95,
+    _errors,
+)
+
+
+def metric_findings(
+    derived: Mapping[str, float], target: ProbeTarget, thresholds: Thresholds
+) -> list[Finding]:
+    return [f for rule in RULES if (f := rule(derived, target, thresholds)) is not None]
+
+
+def scrape_findings(scrape: ScrapeResult | None) -> list[Finding]:
+    """The metrics themselves: unreadable, or readable with no engine series in them."""
+    if scrape is None or not scrape.supported:
+        return []
+    if scrape.outcome != "ok":
+        return [_finding("metrics.unavailable", Category.METRICS, f"/metrics: {scrape.error}", "info")]
+    if scrape.scrape is not None and scrape.scrape.empty:
+        return [
+            _finding(
+                "metrics.missing",
+                Category.METRICS,
+                "/metrics has no engine series (vLLM's --disable-log-stats turns them off)",
+                "info",
+            )
+        ]
+    return []

@@ -1,0 +1,256 @@
+"""Scrape an engine's /metrics into canonical names, and derive rates and quantiles.
+
+`scrape_metrics` reads the exposition (bounded, like every probe request) and parses it
+with prometheus_client's parser in a worker thread (a large body must not stall the
+other probes' timings); a body the parser rejects is `garbage`. `derive` compares two
+scrapes, like PromQL's rate()/increase() and histogram_quantile() over the window between
+them, without extrapolation. Canonical input names are listed in `metric_names`.
+
+Derived keys:
+  <gauge>                         every canonical gauge as read (kv_cache_usage, num_requests_running, ...)
+  window_s                        seconds between the two scrapes
+  <counter>_per_s                 prompt_tokens_per_s, generation_tokens_per_s, preemptions_per_s,
+                                  prefix_cache_queries_per_s, prefix_cache_hits_per_s
+  prefix_cache_hit_rate           Δhits / Δqueries (overrides the 0.7 gauge)
+  requests_per_s                  all finished requests (every finished_reason)
+  request_errors_per_s            finished_reason abort | error (TGI: tgi_request_failure)
+  requests_<reason>_per_s         per finished_reason (stop, length, abort, error, repetition, ok)
+  <hist>_p50_s, _p95_s, _p99_s    quantiles of ttft, itl, request_tpot, e2e, queue_time,
+  <hist>_mean_s                   prefill_time, decode_time, inference_time (Δsum / Δcount)
+  prompt_length_p50 ... _mean     token histograms carry no "_s"
+A counter reset (a smaller value than before: a restart) counts the current value as
+the window's increase, as PromQL does. Without a previous scrape only gauges come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from fleet.probes import metric_names as names
+from fleet.probes.fetch import fetch_bounded
+from fleet.probes.histograms import Buckets, bucket_deltas, histogram_quantile
+from fleet.probes.outcomes import Outcome, describe_exception
+from fleet.probes.target import ProbeLimits, ProbeTarget
+
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Histogram:
+    buckets: tuple[tuple[float, float], ...]
+    sum: float = 0.0
+    count: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        # Bounds as Prometheus writes them ("+Inf"): JSON has no infinity.
+        return {"buckets": [[_le(b), c] for b, c in self.buckets], "sum": self.sum, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Histogram:
+        return cls(
+            buckets=tuple((float(b), float(c)) for b, c in data["buckets"]),
+            sum=float(data["sum"]),
+            count=float(data["count"]),
+        )
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scrape:
+    timestamp: float
+    engine: str
+    gauges: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # canonical name -> wire name read
+    series: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.gauges or self.counters or self.histograms)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["histograms"] = {k: h.to_dict() for k, h in self.histograms.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scrape:
+        """Rebuild a stored scrape; ValueError when the data is not one."""
+        try:
+            return cls(
+                timestamp=float(data["timestamp"]),
+                engine=str(data.get("engine", "")),
+                gauges={k: float(v) for k, v in data.get("gauges", {}).items()},
+                counters={k: float(v) for k, v in data.get("counters", {}).items()},
+                histograms={k: Histogram.from_dict(h) for k, h in data.get("histograms", {}).items()},
+                sources=dict(data.get("sources", {})),
+                series=int(data.get("series", 0)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a stored scrape: {exc!r}") from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScrapeResult:
+    outcome: Outcome
+    supported: bool = True
+    status: int | None = None
+    error: str = ""
+    elapsed_s: float = 0.0
+    body_bytes: int = 0
+    scrape: Scrape | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["scrape"] = self.scrape.to_dict() if self.scrape else None
+        return data
+
+
+def _samples(text: str) -> Samples:
+    found: Samples = defaultdict(list)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if math.isfinite(sample.value):  # NaN is no reading; JSON stores neither NaN nor Inf
+                found[sample.name].append((dict(sample.labels), float(sample.value)))
+    return found
+
+
+def _pick(mapping: names.MetricName, samples: Samples) -> tuple[str, list[float]] | None:
+    for wire in mapping.wire:
+        if wire in samples:
+            return wire, [value for _, value in samples[wire]]
+    return None
+
+
+def _histogram(wire: str, samples: Samples) -> Histogram:
+    by_le: dict[float, float] = defaultdict(float)
+    for labels, value in samples.get(f"{wire}_bucket", []):
+        by_le[float(labels.get("le", "+Inf"))] += value
+    total = sum(v for _, v in samples.get(f"{wire}_sum", []))
+    count = sum(v for _, v in samples.get(f"{wire}_count", []))
+    return Histogram(buckets=tuple(sorted(by_le.items())), sum=total, count=count)
+
+
+def _request_counters(samples: Samples) -> dict[str, float]:
+    found: dict[str, float] = defaultdict(float)
+    for wire, label, fixed in names.REQUEST_COUNTERS:
+        for labels, value in samples.get(wire, []):
+            found[names.REQUEST_PREFIX + (fixed or labels.get(label or "", "unknown"))] += value
+    return dict(found)
+
+
+def parse_exposition(text: str, *, engine: str, timestamp: float) -> Scrape:
+    """A Scrape from Prometheus text; ValueError when the text does not parse."""
+    samples = _samples(text)
+    gauges, counters, histograms, sources = {}, _request_counters(samples), {}, {}
+    for mapping in names.GAUGES + names.COUNTERS:
+        picked = _pick(mapping, samples)
+        if picked:
+            wire, values = picked
+            value = max(values) if mapping.aggregate == "max" else sum(values)
+            (gauges if mapping in names.GAUGES else counters)[mapping.canonical] = value
+            sources[mapping.canonical] = wire
+    for mapping in names.HISTOGRAMS:
+        wire = next((w for w in mapping.wire if f"{w}_bucket" in samples), None)
+        if wire:
+            histograms[mapping.canonical], sources[mapping.canonical] = _histogram(wire, samples), wire
+    return Scrape(
+        timestamp=timestamp,
+        engine=engine,
+        gauges=gauges,
+        counters=counters,
+        histograms=histograms,
+        sources=sources,
+        series=sum(len(v) for v in samples.values()),
+    )
+
+
+async def scrape_metrics(
+    *, client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits
+) -> ScrapeResult:
+    """GET /metrics (bounded) and parse it; never raises. Ollama has no /metrics."""
+    if target.engine == "ollama":
+        return ScrapeResult(outcome=Outcome.OK, supported=False, error="Ollama has no /metrics endpoint")
+    fetch = await fetch_bounded(client=client, url=target.url("/metrics"), limits=limits)
+    base = {"status": fetch.status, "elapsed_s": fetch.elapsed_s, "body_bytes": len(fetch.body)}
+    if not fetch.ok:
+        return ScrapeResult(outcome=fetch.outcome, error=fetch.error_text, **base)
+    text = fetch.body.decode("utf-8", errors="replace")
+    try:
+        scrape = await asyncio.to_thread(parse_exposition, text, engine=target.engine, timestamp=time.time())
+    except Exception as exc:  # the parser raises ValueError (and worse) on bad text
+        return ScrapeResult(
+            outcome=Outcome.GARBAGE, error=f"not Prometheus text: {describe_exception(exc)}", **base
+        )
+    return ScrapeResult(outcome=Outcome.OK, scrape=scrape, **base)
+
+
+def _increase(before: float | None, now: float) -> float | None:
+    if before is None:
+        return None
+    return now if now < before else now - before
+
+
+def _counter_rates(previous: Scrape, current: Scrape, window: float) -> dict[str, float]:
+    derived: dict[str, float] = {}
+    requests: dict[str, float] = {}
+    for name, now in current.counters.items():
+        grown = _increase(previous.counters.get(name), now)
+        if grown is None:
+            continue
+        if name.startswith(names.REQUEST_PREFIX):
+            requests[name.removeprefix(names.REQUEST_PREFIX)] = grown / window
+        else:
+            derived[f"{name}_per_s"] = grown / window
+    if requests:
+        derived["requests_per_s"] = sum(requests.values())
+        derived["request_errors_per_s"] = sum(v for k, v in requests.items() if k in names.ERROR_REASONS)
+        derived.update({f"requests_{reason}_per_s": rate for reason, rate in requests.items()})
+    queries, hits = derived.get("prefix_cache_queries_per_s"), derived.get("prefix_cache_hits_per_s")
+    if queries and hits is not None:
+        derived["prefix_cache_hit_rate"] = hits / queries
+    return derived
+
+
+def _histogram_window(name: str, before: Histogram | None, now: Histogram) -> dict[str, float]:
+    if before is None:
+        return {}
+    reset = now.count < before.count
+    deltas: Buckets = bucket_deltas(None if reset else list(before.buckets), list(now.buckets))
+    count = now.count if reset else now.count - before.count
+    total = now.sum if reset else now.sum - before.sum
+    unit = "" if name in names.TOKEN_HISTOGRAMS else "_s"
+    derived = {}
+    for q, label in names.QUANTILES:
+        value = histogram_quantile(q, deltas)
+        if value is not None:
+            derived[f"{name}_{label}{unit}"] = value
+    if count > 0:
+        derived[f"{name}_mean{unit}"] = total / count
+    return derived
+
+
+def derive(*, previous: Scrape | None, current: Scrape) -> dict[str, float]:
+    """Gauges as read; counters as per-second rates and histograms as p50/p95/p99 and
+    mean over the window since `previous` (see the module docstring for the keys)."""
+    derived = dict(current.gauges)
+    if previous is None or current.timestamp <= previous.timestamp:
+        return derived
+    window = current.timestamp - previous.timestamp
+    derived["window_s"] = window
+    derived.update(_counter_rates(previous, current, window))
+    for name, histogram in current.histograms.items():
+        derived.update(_histogram_window(name, previous.histograms.get(name), histogram))
+    return derived

@@ -1,0 +1,148 @@
+import json
+import time
+
+import pytest
+
+from fleet.nvml.base import NvmlError
+from fleet.probes.classify import Thresholds
+from fleet.probes.instance_probe import phases_request, probe_instance, probe_many
+from fleet.probes.outcomes import Outcome
+from tests.probes.engines import FAST, SLACK_S, VLLM_METRICS, make_target, token_stream, vllm_routes
+from tests.probes.gpus import FixedBackend, gpu, reading
+from tests.probes.servers import app, closed_port_url, hang, serve
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_healthy_instance_is_probed_completely_and_is_up(http_client):
+    async with serve(app(vllm_routes())) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url, api_key="sk-secret"),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+        )
+    assert probe.classification.verdict == "up", probe.classification.findings
+    assert probe.outcome == Outcome.OK
+    assert (probe.phases.outcome, probe.phases.status) == (Outcome.OK, 200)
+    assert probe.phases.url.endswith("/v1/chat/completions")
+    assert probe.stream.outcome == Outcome.OK
+    assert probe.scrape.gauges["num_requests_running"] == 3.0
+    stored = json.dumps(probe.to_dict(), allow_nan=False)
+    assert "sk-secret" not in stored
+
+
+async def test_the_next_probe_derives_rates_from_the_previous_scrape(http_client):
+    async with serve(app(vllm_routes())) as url:
+        first = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+        )
+    later = VLLM_METRICS.replace("} 1000.0", "} 1500.0")
+    async with serve(app(vllm_routes(metrics=later))) as url:
+        second = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=first.scrape,
+            limits=FAST,
+            thresholds=Thresholds(),
+        )
+    assert second.derived["window_s"] > 0
+    assert second.derived["generation_tokens_per_s"] == pytest.approx(500 / second.derived["window_s"])
+
+
+async def test_a_slow_first_token_makes_the_instance_degraded(http_client):
+    async with serve(app(vllm_routes(stream=token_stream(first_delay=0.6)))) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(ttfb_s=0.5),
+        )
+    assert probe.classification.verdict == "degraded"
+    assert [f.code for f in probe.classification.findings] == ["ttft.slow"]
+
+
+async def test_gpu_state_and_numa_are_read_when_the_host_has_a_backend(http_client):
+    hot = reading(gpu(0, numa_node=0, temperature_c=90, throttle_reasons=("sw_thermal_slowdown",)))
+    async with serve(app(vllm_routes())) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+            gpu_backend=FixedBackend(hot),
+            instance_gpus=[{"index": 0, "numa_node": 1}],
+        )
+    codes = [f.code for f in probe.classification.findings]
+    assert codes == ["gpu.thermal", "gpu.numa"]
+    assert probe.to_dict()["gpus"]["reading"]["gpus"][0]["temperature_c"] == 90
+
+
+async def test_an_nvml_failure_is_noted_without_changing_the_verdict(http_client):
+    async with serve(app(vllm_routes())) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+            gpu_backend=FixedBackend(NvmlError("no driver")),
+        )
+    assert probe.classification.verdict == "up"
+    assert probe.classification.findings[0].evidence == "NVML could not be read: no driver"
+
+
+async def test_without_the_stream_no_tokens_are_generated_and_phases_use_health(http_client):
+    async with serve(app(vllm_routes())) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+            include_stream=False,
+        )
+    assert probe.stream is None
+    assert probe.phases.url.endswith("/health")
+
+
+async def test_probe_many_keeps_the_order_and_bounds_every_probe():
+    async with serve(app(vllm_routes())) as healthy, serve(hang) as hung:
+        targets = [
+            make_target(closed_port_url(), instance_id=1),
+            make_target(healthy, instance_id=2),
+            make_target(hung, instance_id=3),
+        ]
+        started = time.perf_counter()
+        probes = await probe_many(
+            targets=targets, previous_scrapes={}, limits=FAST, thresholds=Thresholds(), concurrency=2
+        )
+    elapsed = time.perf_counter() - started
+    assert [p.target.instance_id for p in probes] == [1, 2, 3]
+    assert [p.classification.verdict for p in probes] == ["down", "up", "down"]
+    assert [p.outcome for p in probes] == [Outcome.REFUSED, Outcome.OK, Outcome.READ_TIMEOUT]
+    # two waves at most (concurrency 2), each bounded by the stream deadline
+    assert elapsed < 2 * FAST.stream_deadline_s + SLACK_S
+
+
+@pytest.mark.parametrize(
+    ("engine", "path", "limit"),
+    [
+        ("vllm", "/v1/chat/completions", ("max_tokens", 1)),
+        ("tgi", "/generate", ("max_new_tokens", 1)),
+        ("ollama", "/api/chat", ("num_predict", 1)),
+    ],
+)
+def test_phases_are_timed_on_a_one_token_generation_on_the_engine_s_native_route(engine, path, limit):
+    request = phases_request(make_target("http://h:1", engine, api_key="k"), generate=True)
+    assert request["url"] == "http://h:1" + path
+    body = json.dumps(request["json"])
+    assert f'"{limit[0]}": {limit[1]}' in body and '"stream": true' not in body
+    assert request["headers"] == {"Authorization": "Bearer k"}
