@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -118,9 +119,53 @@ class ScrapeResult:
         return data
 
 
+_SUFFIXES = ("_bucket", "_sum", "_count", "_total")
+_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+
+
+def _wanted_names() -> tuple[frozenset[str], frozenset[str]]:
+    """The sample names the console reads, and the family names their comment lines carry."""
+    samples: set[str] = set()
+    for mapping in names.GAUGES + names.COUNTERS:
+        samples.update(mapping.wire)
+    for mapping in names.HISTOGRAMS:
+        samples.update(f"{w}{suffix}" for w in mapping.wire for suffix in ("_bucket", "_sum", "_count"))
+    samples.update(wire for wire, _, _ in names.REQUEST_COUNTERS)
+    families = set(samples)
+    for name in samples:
+        families.update(name.removesuffix(suffix) for suffix in _SUFFIXES if name.endswith(suffix))
+    return frozenset(samples), frozenset(families)
+
+
+WANTED_SAMPLES, WANTED_FAMILIES = _wanted_names()
+
+
+def relevant_lines(text: str) -> str:
+    """The exposition cut down to the families the console reads, before the (slow, pure
+    Python) parser sees it: a vLLM page is mostly http_*, process_* and histograms the
+    console does not chart. A line that is not Prometheus text at all still fails here,
+    so a garbage page stays garbage; kept lines are checked by prometheus_client's parser.
+    """
+    kept = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            parts = line.split(" ", 3)
+            if len(parts) >= 3 and parts[1] in ("HELP", "TYPE") and parts[2] in WANTED_FAMILIES:
+                kept.append(line)
+            continue
+        match = _NAME_RE.match(line)
+        if match is None or match.end() == len(line) or line[match.end()] not in "{ \t":
+            raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
+        if match.group() in WANTED_SAMPLES:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
 def _samples(text: str) -> Samples:
     found: Samples = defaultdict(list)
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(relevant_lines(text)):
         for sample in family.samples:
             if math.isfinite(sample.value):  # NaN is no reading; JSON stores neither NaN nor Inf
                 found[sample.name].append((dict(sample.labels), float(sample.value)))

@@ -319,3 +319,25 @@ async def test_ollama_has_no_metrics_to_scrape(http_client):
         client=http_client, target=make_target("http://127.0.0.1:9", "ollama"), limits=FAST
     )
     assert (result.outcome, result.supported, result.scrape) == (Outcome.OK, False, None)
+
+
+def test_lines_the_console_does_not_read_are_dropped_before_parsing():
+    from fleet.probes.scrape import relevant_lines
+
+    text = (
+        "# HELP python_gc_objects_collected_total Objects collected during gc\n"
+        "# TYPE python_gc_objects_collected_total counter\n"
+        'python_gc_objects_collected_total{generation="0"} 1.0\n'
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
+    )
+    assert relevant_lines(text) == (
+        '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
+    )
+
+
+def test_a_line_that_is_not_prometheus_text_still_makes_the_page_garbage():
+    from fleet.probes.scrape import relevant_lines
+
+    with pytest.raises(ValueError, match="not a Prometheus sample line"):
+        relevant_lines("<html><body>502 Bad Gateway</body></html>\n")
