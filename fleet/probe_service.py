@@ -97,40 +97,39 @@ def probe_instances(*, instances: list[Instance], settings: ProbeSettings) -> li
     )
 
 
-def _record(
-    *,
-    instance: Instance,
-    probe: InstanceProbe,
-    run: ProbeRun | None,
-    trigger: str,
-    settings: ProbeSettings,
-    at: datetime,
-) -> tuple[ProbeRun, list[MetricSample]]:
-    result = probe.to_dict()
-    findings = [f.to_dict() for f in probe.classification.findings]
-    run = run or ProbeRun(instance=instance, trigger=trigger, started_at=at)
+_STATE_FIELDS = [
+    "verdict",
+    "since",
+    "consecutive_failures",
+    "last_probe_at",
+    "findings",
+    "last_scrape",
+    "last_run",
+]
+
+
+def _fill_run(run: ProbeRun, probe: InstanceProbe) -> None:
     run.status, run.finished_at = RunStatus.DONE, timezone.now()
     run.verdict, run.outcome = probe.classification.verdict, probe.outcome
-    run.result, run.findings = result, findings
-    run.save()
-    state, _ = InstanceState.objects.get_or_create(instance=instance)
+    run.result = probe.to_dict()
+    run.findings = [f.to_dict() for f in probe.classification.findings]
+
+
+def _advance(
+    state: InstanceState, probe: InstanceProbe, run: ProbeRun, thresholds: Thresholds, at: datetime
+) -> None:
     verdict, failures = next_state(
         previous_state=state.verdict,
         consecutive_failures=state.consecutive_failures,
         classification=probe.classification,
-        thresholds=thresholds_from(settings),
+        thresholds=thresholds,
     )
     if verdict != state.verdict:
         state.since = at
     state.verdict, state.consecutive_failures = verdict, failures
-    state.last_probe_at, state.findings, state.last_run = at, findings, run
-    state.last_scrape = probe.scrape.to_dict() if probe.scrape else state.last_scrape
-    state.save()
-    samples = [
-        MetricSample(instance=instance, name=name, ts=at, value=value)
-        for name, value in samples_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
-    ]
-    return run, samples
+    state.last_probe_at, state.findings, state.last_run = at, run.findings, run
+    if probe.scrape:
+        state.last_scrape = probe.scrape.to_dict()
 
 
 def record_probes(
@@ -141,22 +140,37 @@ def record_probes(
     settings: ProbeSettings,
     runs: dict[int, ProbeRun] | None = None,
 ) -> list[ProbeRun]:
-    at = timezone.now()
+    """Store a sweep's results in a handful of bulk queries, whatever the fleet's size."""
+    at, thresholds = timezone.now(), thresholds_from(settings)
     by_id = {i.pk: i for i in instances}
+    states = {s.instance_id: s for s in InstanceState.objects.filter(instance_id__in=by_id)}
     recorded, samples = [], []
+    for probe in probes:
+        instance = by_id[probe.target.instance_id]
+        run = (runs or {}).get(instance.pk) or ProbeRun(instance=instance, trigger=trigger, started_at=at)
+        _fill_run(run, probe)
+        recorded.append(run)
+        samples += [
+            MetricSample(instance=instance, name=name, ts=at, value=value)
+            for name, value in samples_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
+        ]
+    requested = [r for r in recorded if r.pk is not None]
     with transaction.atomic():
-        for probe in probes:
-            instance = by_id[probe.target.instance_id]
-            run, new = _record(
-                instance=instance,
-                probe=probe,
-                run=(runs or {}).get(instance.pk),
-                trigger=trigger,
-                settings=settings,
-                at=at,
-            )
-            recorded.append(run)
-            samples.extend(new)
+        ProbeRun.objects.bulk_create([r for r in recorded if r.pk is None])
+        ProbeRun.objects.bulk_update(
+            requested, ["status", "finished_at", "verdict", "outcome", "result", "findings"]
+        )
+        fresh = []
+        for run, probe in zip(recorded, probes, strict=True):
+            if run.instance_id not in states:
+                fresh.append(InstanceState(instance_id=run.instance_id, since=at))
+                states[run.instance_id] = fresh[-1]
+            _advance(states[run.instance_id], probe, run, thresholds, at)
+        InstanceState.objects.bulk_create(fresh)
+        fresh_ids = {id(s) for s in fresh}
+        InstanceState.objects.bulk_update(
+            [s for s in states.values() if s.pk and id(s) not in fresh_ids], _STATE_FIELDS
+        )
         MetricSample.objects.bulk_create(samples, batch_size=2000)
     return recorded
 

@@ -7,6 +7,7 @@ read an unbounded body, and every failure comes back as an `Outcome`.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -27,6 +28,28 @@ def httpx_timeout(limits: ProbeLimits) -> httpx.Timeout:
         read=limits.read_timeout_s,
         write=limits.read_timeout_s,
         pool=limits.total_deadline_s,
+    )
+
+
+_TLS_CONTEXT: ssl.SSLContext | None = None
+
+
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every probe client: building one per client costs a
+    load of the CA bundle each time."""
+    global _TLS_CONTEXT
+    if _TLS_CONTEXT is None:
+        _TLS_CONTEXT = ssl.create_default_context()
+    return _TLS_CONTEXT
+
+
+def make_instance_client(*, limits: ProbeLimits) -> httpx.AsyncClient:
+    """A small client for one instance probe. A sweep gives each probe its own: httpcore's
+    pool scans all its connections for every request, so one pool shared by hundreds of
+    instances costs more than the requests themselves."""
+    pool = httpx.Limits(max_connections=6, max_keepalive_connections=6, keepalive_expiry=5.0)
+    return httpx.AsyncClient(
+        timeout=httpx_timeout(limits), limits=pool, trust_env=False, verify=_tls_context()
     )
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -23,7 +22,7 @@ import httpx
 
 from fleet.nvml.base import NvmlBackend
 from fleet.probes.classify import Category, Classification, Finding, Thresholds, classify
-from fleet.probes.fetch import make_probe_client
+from fleet.probes.fetch import make_instance_client
 from fleet.probes.gpu import GpuProbeResult, numa_findings, read_gpus
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.phases import PhaseResult, measure_phases
@@ -212,21 +211,9 @@ async def probe_instance(
     )
 
 
-@asynccontextmanager
-async def _shared_client(
-    given: httpx.AsyncClient | None, limits: ProbeLimits, concurrency: int
-) -> AsyncIterator[httpx.AsyncClient]:
-    """The caller's client (left open), or a new one closed at the end."""
-    if given is not None:
-        yield given
-        return
-    async with make_probe_client(limits=limits, concurrency=concurrency) as client:
-        yield client
-
-
 @dataclass
 class _Sweep:
-    client: httpx.AsyncClient
+    client: httpx.AsyncClient | None
     limits: ProbeLimits
     thresholds: Thresholds
     include_stream: bool
@@ -237,16 +224,22 @@ class _Sweep:
 
     async def probe(self, target: ProbeTarget) -> InstanceProbe:
         async with self.semaphore:
-            return await probe_instance(
-                client=self.client,
-                target=target,
-                previous_scrape=self.previous_scrapes.get(target.instance_id),
-                limits=self.limits,
-                thresholds=self.thresholds,
-                include_stream=self.include_stream,
-                gpu_backend=self.gpu_backends.get(target.instance_id),
-                instance_gpus=self.instance_gpus.get(target.instance_id, ()),
-            )
+            if self.client is not None:
+                return await self._probe(self.client, target)
+            async with make_instance_client(limits=self.limits) as client:
+                return await self._probe(client, target)
+
+    async def _probe(self, client: httpx.AsyncClient, target: ProbeTarget) -> InstanceProbe:
+        return await probe_instance(
+            client=client,
+            target=target,
+            previous_scrape=self.previous_scrapes.get(target.instance_id),
+            limits=self.limits,
+            thresholds=self.thresholds,
+            include_stream=self.include_stream,
+            gpu_backend=self.gpu_backends.get(target.instance_id),
+            instance_gpus=self.instance_gpus.get(target.instance_id, ()),
+        )
 
 
 async def probe_many(
@@ -261,18 +254,17 @@ async def probe_many(
     instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> list[InstanceProbe]:
-    """Probe every target, at most `concurrency` at once, over one shared client whose
-    pool is sized to the concurrency. Results come back in the order of `targets`;
-    the maps are keyed by instance_id."""
-    async with _shared_client(client, limits, concurrency) as shared:
-        sweep = _Sweep(
-            client=shared,
-            limits=limits,
-            thresholds=thresholds,
-            include_stream=include_stream,
-            semaphore=asyncio.Semaphore(max(1, concurrency)),
-            previous_scrapes=previous_scrapes,
-            gpu_backends=gpu_backends or {},
-            instance_gpus=instance_gpus or {},
-        )
-        return list(await asyncio.gather(*(sweep.probe(t) for t in targets)))
+    """Probe every target, at most `concurrency` at once, each over its own small client
+    (or all over `client` when one is given). Results come back in the order of
+    `targets`; the maps are keyed by instance_id."""
+    sweep = _Sweep(
+        client=client,
+        limits=limits,
+        thresholds=thresholds,
+        include_stream=include_stream,
+        semaphore=asyncio.Semaphore(max(1, concurrency)),
+        previous_scrapes=previous_scrapes,
+        gpu_backends=gpu_backends or {},
+        instance_gpus=instance_gpus or {},
+    )
+    return list(await asyncio.gather(*(sweep.probe(t) for t in targets)))
