@@ -1,0 +1,80 @@
+"""The fleet's control port: every instance's /_sim routes, reachable even when it is down.
+
+An instance that crashed or refuses connections cannot be asked anything on its own port;
+`manage.py simulate --control-port 8199` (or FleetRunner(control_port=...)) serves
+
+GET    /_sim/instances                      name, engine, version, port, listening, exit code
+GET    /_sim/instances/{name}/state         as the instance's own /_sim/state
+GET    /_sim/instances/{name}/nvml          as /_sim/nvml
+POST   /_sim/instances/{name}/faults        as /_sim/faults (clearing a crash restarts it)
+DELETE /_sim/instances/{name}/faults        as /_sim/faults (?kind=...)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from fleet.simulator.sim_routes import add_fault_response, clear_faults_response
+
+RUNNER_KEY: web.AppKey[Any] = web.AppKey("runner")
+
+
+def control_app(runner: Any) -> web.Application:
+    app = web.Application()
+    app[RUNNER_KEY] = runner
+    app.add_routes([
+        web.get("/_sim/instances", _list),
+        web.get("/_sim/instances/{name}/state", _state),
+        web.get("/_sim/instances/{name}/nvml", _nvml),
+        web.post("/_sim/instances/{name}/faults", _add_fault),
+        web.delete("/_sim/instances/{name}/faults", _clear_faults),
+    ])  # fmt: skip
+    return app
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, indent=1))
+
+
+def _instance(request: web.Request) -> Any:
+    name = request.match_info["name"]
+    try:
+        return request.app[RUNNER_KEY].instance(name)
+    except KeyError:
+        raise web.HTTPNotFound(
+            text=json.dumps({"error": f"no simulated instance {name!r}"}), content_type="application/json"
+        ) from None
+
+
+async def _list(request: web.Request) -> web.Response:
+    rows = [
+        {
+            "name": inst.spec.name,
+            "engine": inst.spec.engine,
+            "version": inst.spec.version,
+            "port": inst.port,
+            "listening": inst.listening,
+            "exit_code": inst.exit_code,
+        }
+        for inst in request.app[RUNNER_KEY].instances.values()
+    ]
+    return _json({"instances": rows})
+
+
+async def _state(request: web.Request) -> web.Response:
+    return _json(_instance(request).state())
+
+
+async def _nvml(request: web.Request) -> web.Response:
+    return _json(_instance(request).nvml())
+
+
+async def _add_fault(request: web.Request) -> web.Response:
+    return await add_fault_response(_instance(request), request)
+
+
+async def _clear_faults(request: web.Request) -> web.Response:
+    return clear_faults_response(_instance(request), request)

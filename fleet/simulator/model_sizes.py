@@ -1,0 +1,57 @@
+"""Rough model sizes for simulated instances, guessed from a model's name.
+
+These are placeholders until the sizing calculator (diagnostics/sizing) can be asked: the
+parameter count comes from a "32B" in the name, a mixture-of-experts' active count from
+"A3B", bytes per weight from the quantization, and KV bytes per token from a typical
+grouped-query layout for the size (8B: 32 layers x 8 KV heads x 128 x 2 x 2 = 131072).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PARAMS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[bB](?![a-zA-Z])")
+_ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)B", re.IGNORECASE)
+
+_BYTES_PER_PARAM = {
+    "fp8": 1.0,
+    "compressed-tensors": 1.0,
+    "awq": 0.55,
+    "gptq": 0.55,
+    "bitsandbytes": 0.55,
+    "gguf": 0.56,
+    "mxfp4": 0.53,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSize:
+    params_b: float
+    active_params_b: float
+    weight_bytes_per_param: float
+
+
+def guess_model_size(*, name: str, quantization: str = "", dtype: str = "") -> ModelSize:
+    """Size from the served model name; 8B when the name carries no size."""
+    active = _ACTIVE.search(name)
+    without_active = _ACTIVE.sub("", name)
+    params = _PARAMS.search(without_active.split("/")[-1])
+    params_b = float(params.group(1)) if params else 8.0
+    bpp = _BYTES_PER_PARAM.get(quantization, 4.0 if dtype == "float32" else 2.0)
+    if not quantization and "fp8" in name.lower():
+        bpp = 1.0
+    return ModelSize(
+        params_b=params_b,
+        active_params_b=float(active.group(1)) if active else params_b,
+        weight_bytes_per_param=bpp,
+    )
+
+
+def kv_bytes_per_token_guess(params_b: float) -> int:
+    """KV bytes per token at 16-bit KV for a grouped-query model of this size."""
+    if params_b <= 10:
+        return 131072  # 32 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes
+    if params_b <= 40:
+        return 262144  # 64 layers
+    return 327680  # 80 layers (70B class)
