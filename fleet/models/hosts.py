@@ -47,8 +47,12 @@ class GpuHost(models.Model):
     driver_version = models.CharField(max_length=32, blank=True)
     cuda_version = models.CharField("CUDA version", max_length=16, blank=True)
     gpu_telemetry = models.CharField(
-        "GPU telemetry", max_length=10, choices=GpuTelemetry.choices, default=GpuTelemetry.OFF,
-        help_text="Where the GPU probe reads NVML state from.")
+        "GPU telemetry",
+        max_length=10,
+        choices=GpuTelemetry.choices,
+        default=GpuTelemetry.OFF,
+        help_text="Where the GPU probe reads NVML state from.",
+    )
     notes = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

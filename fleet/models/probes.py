@@ -42,15 +42,19 @@ class ProbeSettings(models.Model):
     decode_gap_s = models.FloatField("total − TTFB above (s) → TPS", default=10.0)
     waiting = models.PositiveIntegerField("waiting requests above → backlog", default=10)
     running_fraction = models.FloatField(
-        "running ≥ this share of max_num_seqs → batch full", default=0.95,
-        validators=[MinValueValidator(0.1), MaxValueValidator(1.0)])
+        "running ≥ this share of max_num_seqs → batch full",
+        default=0.95,
+        validators=[MinValueValidator(0.1), MaxValueValidator(1.0)],
+    )
     kv_cache_usage = models.FloatField("KV cache usage above (with waiting or preemptions)", default=0.95)
     temperature_c = models.PositiveIntegerField("GPU temperature hint above (°C)", default=85)
     sm_utilization_pct = models.PositiveIntegerField("SM utilization above (%) → saturated", default=95)
     ttft_p95_s = models.FloatField("TTFT p95 above (s)", default=5.0)
     down_after_failures = models.PositiveSmallIntegerField(
-        "down after this many failed cycles in a row", default=3,
-        validators=[MinValueValidator(1), MaxValueValidator(100)])
+        "down after this many failed cycles in a row",
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+    )
     connect_timeout_s = models.FloatField(default=3.0)
     read_timeout_s = models.FloatField(default=10.0)
     total_deadline_s = models.FloatField(default=15.0)
@@ -78,8 +82,9 @@ class InstanceState(models.Model):
     last_probe_at = models.DateTimeField(null=True, blank=True)
     findings = models.JSONField(default=list, blank=True)
     last_scrape = models.JSONField(null=True, blank=True, help_text="For rates between scrapes.")
-    last_run = models.ForeignKey("ProbeRun", null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="+")
+    last_run = models.ForeignKey(
+        "ProbeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     def __str__(self) -> str:
         return f"{self.instance} {self.verdict}"
@@ -136,8 +141,10 @@ class MetricSample(models.Model):
     resolution = models.PositiveIntegerField(default=0)
 
     class Meta:
-        indexes = [models.Index(fields=["instance", "name", "ts"], name="fleet_sample_series"),
-                   models.Index(fields=["resolution", "ts"], name="fleet_sample_age")]
+        indexes = [
+            models.Index(fields=["instance", "name", "ts"], name="fleet_sample_series"),
+            models.Index(fields=["resolution", "ts"], name="fleet_sample_age"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.instance_id} {self.name}={self.value}"
@@ -159,8 +166,11 @@ class ProbeCycle(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["kind"], condition=models.Q(finished_at=None),
-                                    name="fleet_probecycle_one_open_per_kind"),
+            models.UniqueConstraint(
+                fields=["kind"],
+                condition=models.Q(finished_at=None),
+                name="fleet_probecycle_one_open_per_kind",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -11,4 +11,3 @@ def kind_label(obj) -> str:
 @register.filter
 def get_item(mapping, key):
     return mapping.get(key)
-
