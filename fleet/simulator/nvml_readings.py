@@ -98,7 +98,7 @@ def _gpu_state(spec: InstanceSpec, load: GpuLoad, position: int) -> GpuState:
         processes=processes,
         xid_errors=(load.xid,) if xid_here else (),
         ecc_uncorrected_volatile=1 if xid_here and load.xid == 48 else 0,
-        numa_node=0 if index < 4 else 1,
+        numa_node=slot.numa_node if slot and slot.numa_node is not None else (0 if index < 4 else 1),
     )
 
 

@@ -68,6 +68,7 @@ class GpuSlot:
     index: int
     uuid: str = ""
     pci_bus_id: str = ""
+    numa_node: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -297,7 +298,9 @@ def _spec_from_row(row, port: int, load: LoadProfile) -> InstanceSpec:
         api_key=os.environ.get(row.api_key_env, "") if row.api_key_env else "",
         driver_version=row.host.driver_version or "570.133.20",
         cuda_version=row.host.cuda_version or "12.8",
-        gpus=tuple(GpuSlot(index=g.index, uuid=g.uuid, pci_bus_id=g.pci_bus_id) for g in gpus),
+        gpus=tuple(
+            GpuSlot(index=g.index, uuid=g.uuid, pci_bus_id=g.pci_bus_id, numa_node=g.numa_node) for g in gpus
+        ),
         load=load,
         seed=row.pk or 0,
     )
