@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 from collections.abc import Sequence
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -54,10 +55,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         scenario = self._scenario(options)
         specs = self._specs(options, scenario)
+        if not specs and options["from_inventory"]:
+            # Part of `make run`: an inventory with nothing on loopback must not stop the console.
+            self.stdout.write("Nothing to simulate: no enabled inventory instance is on 127.0.0.1/localhost.")
+            self.stdout.write("Idling until stopped; add loopback instances and restart to simulate them.")
+            self.stdout.flush()
+            _wait_for_stop_signal()
+            return
         if not specs:
-            raise CommandError(
-                "Nothing to simulate: the inventory has no enabled instance on 127.0.0.1/localhost."
-            )
+            raise CommandError("Nothing to simulate.")
         code = asyncio.run(self._run(specs, scenario, options))
         if code:
             raise SystemExit(code)
@@ -137,3 +143,10 @@ class Command(BaseCommand):
         note = f"  -- {event.note}" if event.note else ""
         self.stdout.write(f"[{event.label}] {summary}{note}")
         self.stdout.flush()
+
+
+def _wait_for_stop_signal() -> None:
+    stopped = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
+    stopped.wait()
