@@ -80,7 +80,7 @@ def _cycle(instances: list, concurrency: int) -> tuple[int, int]:
     probes = asyncio.run(
         probe_many(targets=[target_for(i) for i in instances], previous_scrapes={},
                    limits=limits_from(settings), thresholds=thresholds_from(settings),
-                   concurrency=concurrency, include_stream=False)
+                   concurrency=concurrency, include_stream=False, full_readiness=False)
     )  # fmt: skip
     record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
     return len(probes), sum(1 for p in probes if p.classification.verdict == "down")

@@ -26,7 +26,7 @@ from fleet.probes.fetch import make_instance_client
 from fleet.probes.gpu import GpuProbeResult, numa_findings, read_gpus
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.phases import PhaseResult, measure_phases
-from fleet.probes.readiness import ReadinessResult, check_readiness
+from fleet.probes.readiness import ReadinessResult, check_readiness, readiness_from_health_phases
 from fleet.probes.scrape import Scrape, ScrapeResult, derive, scrape_metrics
 from fleet.probes.streaming import PROMPT, StreamResult, probe_stream
 from fleet.probes.target import ProbeLimits, ProbeTarget
@@ -174,17 +174,24 @@ async def probe_instance(
     gpu_backend: NvmlBackend | None = None,
     instance_gpus: Sequence[Mapping[str, Any]] = (),
     include_stream: bool = True,
+    full_readiness: bool = True,
 ) -> InstanceProbe:
     """Probe one instance completely; never raises, and ends within about the longer of
-    limits.total_deadline_s and limits.stream_deadline_s."""
+    limits.total_deadline_s and limits.stream_deadline_s.
+
+    With full_readiness=False (and no stream) the health request the phases are timed on is
+    the whole readiness check: two requests per instance, health and metrics."""
     started_at, started = time.time(), perf_counter()
+    light = not full_readiness and not include_stream
     readiness, phases, stream, scraped, gpus = await asyncio.gather(
-        check_readiness(client=client, target=target, limits=limits),
+        _nothing() if light else check_readiness(client=client, target=target, limits=limits),
         measure_phases(client=client, limits=limits, **phases_request(target, generate=include_stream)),
         probe_stream(client=client, target=target, limits=limits) if include_stream else _nothing(),
         scrape_metrics(client=client, target=target, limits=limits),
         _read_gpus(gpu_backend),
     )
+    if light:
+        readiness = readiness_from_health_phases(phases, path=HEALTH_PATHS.get(target.engine, "/health"))
     derived, numa, classification = _judge(
         target=target,
         previous_scrape=previous_scrape,
@@ -217,6 +224,7 @@ class _Sweep:
     limits: ProbeLimits
     thresholds: Thresholds
     include_stream: bool
+    full_readiness: bool
     semaphore: asyncio.Semaphore
     previous_scrapes: Mapping[int, Scrape] = field(default_factory=dict)
     gpu_backends: Mapping[int, NvmlBackend | None] = field(default_factory=dict)
@@ -237,6 +245,7 @@ class _Sweep:
             limits=self.limits,
             thresholds=self.thresholds,
             include_stream=self.include_stream,
+            full_readiness=self.full_readiness,
             gpu_backend=self.gpu_backends.get(target.instance_id),
             instance_gpus=self.instance_gpus.get(target.instance_id, ()),
         )
@@ -250,6 +259,7 @@ async def probe_many(
     thresholds: Thresholds,
     concurrency: int = 100,
     include_stream: bool = True,
+    full_readiness: bool = True,
     gpu_backends: Mapping[int, NvmlBackend | None] | None = None,
     instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
     client: httpx.AsyncClient | None = None,
@@ -262,6 +272,7 @@ async def probe_many(
         limits=limits,
         thresholds=thresholds,
         include_stream=include_stream,
+        full_readiness=full_readiness,
         semaphore=asyncio.Semaphore(max(1, concurrency)),
         previous_scrapes=previous_scrapes,
         gpu_backends=gpu_backends or {},

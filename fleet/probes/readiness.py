@@ -198,3 +198,18 @@ async def check_readiness(
         return await check(client, target, limits)
     except Exception as exc:  # a bug here must not take the sweep down
         return ReadinessResult(outcome=Outcome.ERROR, error=describe_exception(exc))
+
+
+def readiness_from_health_phases(phases: Any, *, path: str) -> ReadinessResult:
+    """Readiness from the health request the phases were timed on, without the model list
+    and version requests: the light check of a large sweep (model_found stays unknown)."""
+    check = RouteCheck(path=path, outcome=phases.outcome, status=phases.status, error=phases.error,
+                       elapsed_s=phases.total_s or 0.0)  # fmt: skip
+    healthy = phases.outcome == Outcome.OK and phases.status == 200
+    return ReadinessResult(
+        outcome=Outcome.OK if healthy else phases.outcome,
+        healthy=healthy,
+        engine_dead=phases.status in DEAD_ENGINE_STATUSES,
+        error="" if healthy else phases.error,
+        checks=(check,),
+    )

@@ -7,6 +7,7 @@ from fleet.nvml.base import NvmlError
 from fleet.probes.classify import Thresholds
 from fleet.probes.instance_probe import phases_request, probe_instance, probe_many
 from fleet.probes.outcomes import Outcome
+from fleet.probes.target import ProbeLimits, ProbeTarget
 from tests.probes.engines import FAST, SLACK_S, VLLM_METRICS, make_target, token_stream, vllm_routes
 from tests.probes.gpus import FixedBackend, gpu, reading
 from tests.probes.servers import app, closed_port_url, hang, serve
@@ -146,3 +147,30 @@ def test_phases_are_timed_on_a_one_token_generation_on_the_engine_s_native_route
     body = json.dumps(request["json"])
     assert f'"{limit[0]}": {limit[1]}' in body and '"stream": true' not in body
     assert request["headers"] == {"Authorization": "Bearer k"}
+
+
+def test_the_light_sweep_checks_readiness_on_the_timed_health_request_alone():
+    import asyncio as _asyncio
+
+    from fleet.probes.fetch import make_instance_client
+    from fleet.probes.instance_probe import probe_instance
+    from fleet.simulator.fleet_runner import SimulatorThread
+    from fleet.simulator.spec import InstanceSpec, LoadProfile
+
+    spec = InstanceSpec(name="light", served_model_name="m", port=0, load=LoadProfile(requests_per_s=0.0))
+    with SimulatorThread([spec]) as sim:
+        target = ProbeTarget(instance_id=1, name="light", engine="vllm", engine_version=spec.version,
+                             base_url=sim.url("light"), served_model_name="m", api_key=None,
+                             max_num_seqs=None, max_model_len=None)  # fmt: skip
+
+        async def probe():
+            async with make_instance_client(limits=ProbeLimits()) as client:
+                return await probe_instance(client=client, target=target, previous_scrape=None,
+                                            limits=ProbeLimits(), thresholds=Thresholds(),
+                                            include_stream=False, full_readiness=False)  # fmt: skip
+
+        result = _asyncio.run(probe())
+        lines = sim.call(lambda: sim.runner.instance("light").access_log_lines(limit=100))
+    requests = sorted(line.split('"')[1].split()[1] for line in lines)
+    assert result.readiness.healthy and result.classification.verdict == "up"
+    assert requests == ["/health", "/metrics"]
