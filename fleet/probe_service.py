@@ -111,7 +111,8 @@ _STATE_FIELDS = [
 def _fill_run(run: ProbeRun, probe: InstanceProbe) -> None:
     run.status, run.finished_at = RunStatus.DONE, timezone.now()
     run.verdict, run.outcome = probe.classification.verdict, probe.outcome
-    run.result = probe.to_dict()
+    # The parsed scrape is kept once, on the instance's state, for the next cycle's rates.
+    run.result = probe.to_dict(with_scrape=False)
     run.findings = [f.to_dict() for f in probe.classification.findings]
 
 
@@ -160,16 +161,15 @@ def record_probes(
         ProbeRun.objects.bulk_update(
             requested, ["status", "finished_at", "verdict", "outcome", "result", "findings"]
         )
-        fresh = []
         for run, probe in zip(recorded, probes, strict=True):
-            if run.instance_id not in states:
-                fresh.append(InstanceState(instance_id=run.instance_id, since=at))
-                states[run.instance_id] = fresh[-1]
-            _advance(states[run.instance_id], probe, run, thresholds, at)
-        InstanceState.objects.bulk_create(fresh)
-        fresh_ids = {id(s) for s in fresh}
-        InstanceState.objects.bulk_update(
-            [s for s in states.values() if s.pk and id(s) not in fresh_ids], _STATE_FIELDS
+            state = states.setdefault(run.instance_id, InstanceState(instance_id=run.instance_id, since=at))
+            _advance(state, probe, run, thresholds, at)
+        # One upsert for new and known states alike: bulk_update's CASE per field is slow.
+        InstanceState.objects.bulk_create(
+            list(states.values()),
+            update_conflicts=True,
+            unique_fields=["instance"],
+            update_fields=_STATE_FIELDS,
         )
         MetricSample.objects.bulk_create(samples, batch_size=2000)
     return recorded

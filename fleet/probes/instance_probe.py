@@ -59,7 +59,7 @@ class InstanceProbe:
         """The outcome of the health request."""
         return self.readiness.outcome
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, with_scrape: bool = True) -> dict[str, Any]:
         return {
             "target": self.target.to_dict(),
             "started_at": self.started_at,
@@ -68,7 +68,7 @@ class InstanceProbe:
             "readiness": self.readiness.to_dict(),
             "phases": self.phases.to_dict(),
             "stream": self.stream.to_dict() if self.stream else None,
-            "scrape": self.scrape_result.to_dict(),
+            "scrape": self.scrape_result.to_dict(with_scrape=with_scrape),
             "gpus": self.gpus.to_dict() if self.gpus else None,
             "numa": list(self.numa),
             "derived": dict(self.derived),

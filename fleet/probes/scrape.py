@@ -29,7 +29,7 @@ import math
 import re
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -82,9 +82,17 @@ class Scrape:
         return not (self.gauges or self.counters or self.histograms)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["histograms"] = {k: h.to_dict() for k, h in self.histograms.items()}
-        return data
+        # Built by hand: dataclasses.asdict deep-copies every bucket, and a sweep stores
+        # a thousand of these.
+        return {
+            "timestamp": self.timestamp,
+            "engine": self.engine,
+            "gauges": dict(self.gauges),
+            "counters": dict(self.counters),
+            "histograms": {k: h.to_dict() for k, h in self.histograms.items()},
+            "sources": dict(self.sources),
+            "series": self.series,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Scrape:
@@ -113,9 +121,9 @@ class ScrapeResult:
     body_bytes: int = 0
     scrape: Scrape | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["scrape"] = self.scrape.to_dict() if self.scrape else None
+    def to_dict(self, *, with_scrape: bool = True) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "scrape"}
+        data["scrape"] = self.scrape.to_dict() if self.scrape and with_scrape else None
         return data
 
 
