@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from fleet import gpu_catalog
-from fleet.models import Gpu
+from fleet.models import Gpu, MetricSample
+from fleet.sample_names import PANELS, SAMPLE_NAMES
 
 
 def gpu_memory_by_host() -> dict:
@@ -52,9 +53,6 @@ def _layout(unit: str, height: int = 220) -> dict:
 
 def instance_panels(*, instance, since) -> list[dict]:
     """One small time-series figure per panel of fleet.sample_names.PANELS, empty ones left out."""
-    from fleet.models import MetricSample
-    from fleet.sample_names import PANELS, SAMPLE_NAMES
-
     series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     rows = (
         MetricSample.objects.filter(instance=instance, name__in=SAMPLE_NAMES, ts__gte=since)

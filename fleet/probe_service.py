@@ -76,14 +76,20 @@ def _instance_gpus(instance: Instance) -> list[dict]:
     return [{"index": g.index, "numa_node": g.numa_node} for g in instance.gpus.all()]
 
 
+def _stored_scrape(state: InstanceState) -> Scrape | None:
+    """The last cycle's scrape, for rates; a stored one that no longer reads is dropped."""
+    if not state.last_scrape:
+        return None
+    try:
+        return Scrape.from_dict(state.last_scrape)
+    except ValueError:
+        return None
+
+
 def probe_instances(*, instances: list[Instance], settings: ProbeSettings) -> list[InstanceProbe]:
     """Probe the instances concurrently (bounded by settings.concurrency)."""
-    states = {s.instance_id: s for s in InstanceState.objects.filter(instance__in=instances)}
-    previous = {
-        i.pk: Scrape.from_dict(states[i.pk].last_scrape)
-        for i in instances
-        if i.pk in states and states[i.pk].last_scrape
-    }
+    stored = {s.instance_id: _stored_scrape(s) for s in InstanceState.objects.filter(instance__in=instances)}
+    previous = {instance_id: scrape for instance_id, scrape in stored.items() if scrape}
     return asyncio.run(
         probe_many(
             targets=[target_for(i) for i in instances],

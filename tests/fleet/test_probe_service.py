@@ -74,3 +74,12 @@ def test_probe_now_runs_one_requested_probe_to_the_end(simulator, quick_settings
     assert run.status == "pending"
     run = probe_service.run_requested_probe(run_id=run.pk)
     assert run.status == "done" and run.verdict == "up" and run.requested_by == "erin"
+
+
+def test_a_stored_scrape_that_no_longer_reads_is_dropped_not_fatal(simulator, quick_settings):
+    (instance,) = simulated_instances(1)
+    simulator()
+    InstanceState.objects.create(instance=instance, last_scrape={"not": "a scrape"})
+    cycle = probe_service.run_cycle()
+    assert cycle.instance_count == 1
+    assert InstanceState.objects.get(instance=instance).verdict == "up"
