@@ -120,6 +120,20 @@ class Instance(models.Model):
         return state.verdict if self.enabled and state else "unknown"
 
     @property
+    def state_label(self) -> str:
+        """What the tile and the instance page say: the verdict, and failed cycles that have
+        not yet turned the instance down."""
+        if not self.enabled:
+            return "disabled"
+        state = getattr(self, "state", None)
+        if state is None or (state.verdict == "unknown" and not state.consecutive_failures):
+            return "not probed yet"
+        if state.consecutive_failures and state.verdict != "down":
+            failing = f"failing {state.consecutive_failures}× in a row"
+            return failing if state.verdict == "unknown" else f"{state.verdict}, {failing}"
+        return state.verdict
+
+    @property
     def parallel_size(self) -> int:
         return self.tensor_parallel_size * self.pipeline_parallel_size
 
