@@ -33,21 +33,7 @@ class HostForm(forms.ModelForm):
 
     class Meta:
         model = GpuHost
-        fields = [
-            "name",
-            "address",
-            "datacenter",
-            "rack",
-            "tags",
-            "cpu_cores",
-            "ram_gb",
-            "numa_nodes",
-            "os",
-            "driver_version",
-            "cuda_version",
-            "gpu_telemetry",
-            "notes",
-        ]
+        fields = GpuHost.EDITABLE_FIELDS
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
 
 
@@ -60,18 +46,7 @@ class GpuForm(forms.ModelForm):
 
     class Meta:
         model = Gpu
-        fields = [
-            "host",
-            "index",
-            "model",
-            "form_factor",
-            "memory_mib",
-            "uuid",
-            "numa_node",
-            "pci_bus_id",
-            "nvlink_peers",
-            "mig_mode",
-        ]
+        fields = Gpu.EDITABLE_FIELDS
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -81,28 +56,7 @@ class GpuForm(forms.ModelForm):
 class InstanceForm(forms.ModelForm):
     class Meta:
         model = Instance
-        fields = [
-            "name",
-            "host",
-            "gpus",
-            "engine",
-            "engine_version",
-            "base_url",
-            "served_model_name",
-            "api_key_env",
-            "enabled",
-            "tensor_parallel_size",
-            "pipeline_parallel_size",
-            "max_model_len",
-            "gpu_memory_utilization",
-            "max_num_seqs",
-            "max_num_batched_tokens",
-            "dtype",
-            "quantization",
-            "kv_cache_dtype",
-            "enable_prefix_caching",
-            "extra_args",
-        ]
+        fields = Instance.EDITABLE_FIELDS
         widgets = {
             "gpus": forms.SelectMultiple(attrs={"size": 6}),
             "extra_args": forms.Textarea(attrs={"rows": 2}),
@@ -151,7 +105,7 @@ class InstanceForm(forms.ModelForm):
 class GatewayForm(forms.ModelForm):
     class Meta:
         model = Gateway
-        fields = ["name", "kind", "url", "instances", "notes"]
+        fields = Gateway.EDITABLE_FIELDS
         widgets = {
             "instances": forms.SelectMultiple(attrs={"size": 6}),
             "notes": forms.Textarea(attrs={"rows": 3}),

@@ -100,18 +100,7 @@ class HostSerializer(_FullCleanSerializer):
         fields = [
             "id",
             "url",
-            "name",
-            "address",
-            "datacenter",
-            "rack",
-            "tags",
-            "cpu_cores",
-            "ram_gb",
-            "numa_nodes",
-            "os",
-            "driver_version",
-            "cuda_version",
-            "notes",
+            *GpuHost.EDITABLE_FIELDS,
             "gpu_count",
             "instance_count",
             "created_at",
@@ -134,20 +123,7 @@ class GpuSerializer(_FullCleanSerializer):
 
     class Meta:
         model = Gpu
-        fields = [
-            "id",
-            "url",
-            "host",
-            "index",
-            "uuid",
-            "model",
-            "form_factor",
-            "memory_mib",
-            "numa_node",
-            "pci_bus_id",
-            "nvlink_peers",
-            "mig_mode",
-        ]
+        fields = ["id", "url", *Gpu.EDITABLE_FIELDS]
 
 
 class GpuIndexesField(serializers.ListField):
@@ -174,32 +150,7 @@ class InstanceSerializer(_FullCleanSerializer):
 
     class Meta:
         model = Instance
-        fields = [
-            "id",
-            "url",
-            "name",
-            "host",
-            "gpus",
-            "engine",
-            "engine_version",
-            "base_url",
-            "served_model_name",
-            "api_key_env",
-            "max_model_len",
-            "gpu_memory_utilization",
-            "max_num_seqs",
-            "max_num_batched_tokens",
-            "tensor_parallel_size",
-            "pipeline_parallel_size",
-            "dtype",
-            "quantization",
-            "kv_cache_dtype",
-            "enable_prefix_caching",
-            "extra_args",
-            "enabled",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["id", "url", *Instance.EDITABLE_FIELDS, "created_at", "updated_at"]
 
     def clean_relations(self, candidate: models.Model, attrs: dict[str, Any]) -> None:
         assert isinstance(candidate, Instance)
@@ -249,7 +200,7 @@ class GatewaySerializer(_FullCleanSerializer):
 
     class Meta:
         model = Gateway
-        fields = ["id", "api_url", "name", "kind", "url", "instances", "notes", "created_at", "updated_at"]
+        fields = ["id", "api_url", *Gateway.EDITABLE_FIELDS, "created_at", "updated_at"]
 
 
 class ChangeLogEntrySerializer(serializers.ModelSerializer):

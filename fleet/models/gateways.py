@@ -14,6 +14,15 @@ class GatewayKind(models.TextChoices):
 
 
 class Gateway(models.Model):
+    # What people edit through the forms and the API, in the order the forms show it.
+    EDITABLE_FIELDS = (
+        "name",
+        "kind",
+        "url",
+        "instances",
+        "notes",
+    )
+
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     kind = models.CharField(max_length=16, choices=GatewayKind.choices, default=GatewayKind.NGINX)
     url = models.CharField(

@@ -25,6 +25,23 @@ class GpuTelemetry(models.TextChoices):
 
 
 class GpuHost(models.Model):
+    # What people edit through the forms and the API, in the order the forms show it.
+    EDITABLE_FIELDS = (
+        "name",
+        "address",
+        "datacenter",
+        "rack",
+        "tags",
+        "cpu_cores",
+        "ram_gb",
+        "numa_nodes",
+        "os",
+        "driver_version",
+        "cuda_version",
+        "gpu_telemetry",
+        "notes",
+    )
+
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     address = models.CharField(
         max_length=253,
@@ -82,6 +99,20 @@ class MigMode(models.TextChoices):
 
 
 class Gpu(models.Model):
+    # What people edit through the forms and the API, in the order the forms show it.
+    EDITABLE_FIELDS = (
+        "host",
+        "index",
+        "model",
+        "form_factor",
+        "memory_mib",
+        "uuid",
+        "numa_node",
+        "pci_bus_id",
+        "nvlink_peers",
+        "mig_mode",
+    )
+
     host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="gpus")
     index = models.PositiveSmallIntegerField(validators=[MaxValueValidator(63)])
     uuid = models.CharField("UUID", max_length=64, blank=True, validators=[validate_gpu_uuid])

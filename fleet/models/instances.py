@@ -46,6 +46,30 @@ class InstanceQuerySet(models.QuerySet["Instance"]):
 
 
 class Instance(models.Model):
+    # What people edit through the forms and the API, in the order the forms show it.
+    EDITABLE_FIELDS = (
+        "name",
+        "host",
+        "gpus",
+        "engine",
+        "engine_version",
+        "base_url",
+        "served_model_name",
+        "api_key_env",
+        "enabled",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "max_model_len",
+        "gpu_memory_utilization",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "dtype",
+        "quantization",
+        "kv_cache_dtype",
+        "enable_prefix_caching",
+        "extra_args",
+    )
+
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="instances")
     gpus = models.ManyToManyField(Gpu, blank=True, related_name="instances", verbose_name="GPUs")

@@ -375,3 +375,16 @@ def test_the_list_query_count_does_not_grow_with_the_rows(kind, api_as):
     with_two = queries()
     _add_rows(8)
     assert queries() == with_two
+
+
+def test_the_api_offers_every_field_the_host_form_edits(api_as):
+    from fleet.models import GpuHost
+
+    response = api_as("sre").post(
+        "/api/hosts/",
+        {"name": "api-sim-01", "address": "10.8.0.1", "gpu_telemetry": "simulated"},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["gpu_telemetry"] == "simulated"
+    assert set(GpuHost.EDITABLE_FIELDS) <= set(response.json())
