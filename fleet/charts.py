@@ -16,10 +16,9 @@ from fleet.sample_names import PANELS, SAMPLE_NAMES
 def gpu_memory_by_host() -> dict:
     """Stacked bars: GiB of GPU memory on each host, one colour per GPU model."""
     per_model: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    hosts: list[str] = []
+    hosts: dict[str, None] = {}  # ordered set: hosts in the order the GPUs come
     for host_name, model, memory_mib in Gpu.objects.values_list("host__name", "model", "memory_mib"):
-        if host_name not in hosts:
-            hosts.append(host_name)
+        hosts.setdefault(host_name)
         per_model[model][host_name] += memory_mib / 1024
     figure = go.Figure(
         [

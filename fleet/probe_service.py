@@ -181,8 +181,8 @@ def record_probes(
     return recorded
 
 
-def _probe_queryset():
-    return Instance.objects.enabled().select_related("host").prefetch_related("gpus")
+def _with_probe_relations(queryset):
+    return queryset.select_related("host").prefetch_related("gpus")
 
 
 def _open_cycle(kind: str) -> ProbeCycle | None:
@@ -212,7 +212,7 @@ def run_cycle(*, kind: str = "instances") -> ProbeCycle | None:
         return None
     try:
         settings = ProbeSettings.current()
-        instances = list(_probe_queryset())
+        instances = list(_with_probe_relations(Instance.objects.enabled()))
         probes = probe_instances(instances=instances, settings=settings)
         runs = record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
         cycle.instance_count = len(runs)
@@ -229,11 +229,12 @@ def request_probe(*, instance: Instance, requested_by: str, trigger: str = Trigg
 
 def run_requested_probe(*, run_id: int) -> ProbeRun:
     """Carry out a run made by request_probe (the "probe now" button or the CLI)."""
-    run = ProbeRun.objects.select_related("instance__host").get(pk=run_id)
+    run = ProbeRun.objects.get(pk=run_id)
     run.status = RunStatus.RUNNING
     run.save(update_fields=["status"])
     settings = ProbeSettings.current()
-    instance = _probe_queryset().get(pk=run.instance_id) if run.instance.enabled else run.instance
+    # A requested probe runs for a disabled instance too: someone asked for it.
+    instance = _with_probe_relations(Instance.objects).get(pk=run.instance_id)
     try:
         (probe,) = probe_instances(instances=[instance], settings=settings)
         (run,) = record_probes(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -16,7 +17,6 @@ from django.contrib.auth.models import Group, User
 from ops_console.roles import Role
 
 REQUIRE_SERVICES = os.environ.get("OPS_REQUIRE_SERVICES") == "1"
-REDIS_URL = os.environ.get("OPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def require_service(what: str, reachable: bool, hint: str) -> None:
@@ -37,9 +37,28 @@ def tcp_reachable(host: str, port: int, timeout: float = 1.0) -> bool:
 
 
 @pytest.fixture
-def redis_url() -> str:
-    require_service("Redis", tcp_reachable("127.0.0.1", 6379), "start redis-server on 127.0.0.1:6379")
-    return REDIS_URL
+def celery_worker_thread():
+    """A real Celery worker (solo pool, in a thread) on the configured broker: Redis in the
+    main run, the filesystem transport in the embedded run."""
+    from celery.contrib.testing.worker import start_worker
+    from django.conf import settings
+
+    from ops_console.celery import app
+
+    if settings.CELERY_BROKER_URL.startswith("redis://"):
+        require_service("Redis", tcp_reachable("127.0.0.1", 6379), "start redis-server on 127.0.0.1:6379")
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30) as worker:
+        yield worker
+
+
+def wait_for(predicate, timeout: float = 20.0) -> bool:
+    """Poll until predicate() is true; False when the timeout passes first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
 
 
 @dataclass

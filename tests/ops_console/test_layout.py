@@ -17,7 +17,7 @@ def test_the_navigation_has_every_section(viewer_client):
 
 
 @pytest.mark.parametrize("url_name", ["home", "fleet:host-list", "fleet:host-create", "api-docs"])
-def test_pages_load_only_local_assets_and_they_are_served(viewer_client, cast, url_name, client):
+def test_pages_load_only_local_assets_and_they_are_served(cast, url_name, client):
     client.force_login(cast.sre)
     content = client.get(reverse(url_name)).content.decode()
     assets = ASSET_RE.findall(content)

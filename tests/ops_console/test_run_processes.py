@@ -98,7 +98,6 @@ def test_one_ctrl_c_stops_web_worker_and_beat(embedded_env, tmp_path):
     assert health and health["status"] == "ok", (health, output[-3000:])
     assert health["checks"]["worker"]["ok"], f"no heartbeat from beat and worker:\n{output[-3000:]}"
     assert started >= 4  # honcho, gunicorn, the worker and beat (and their children)
-    assert group.returncode is not None
     deadline = time.monotonic() + 15
     while processes_with_env(embedded_env["OPS_RUN_MARKER"]) and time.monotonic() < deadline:
         time.sleep(0.2)
