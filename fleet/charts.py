@@ -24,7 +24,7 @@ def gpu_memory_by_host() -> dict:
         [
             go.Bar(
                 name=gpu_catalog.CATALOGUE[m].name if m in gpu_catalog.CATALOGUE else m,
-                x=hosts,
+                x=list(hosts),
                 y=[round(per_model[m][h], 1) for h in hosts],
             )
             for m in sorted(per_model)
