@@ -75,12 +75,15 @@ def _cycle(instances: list, concurrency: int) -> tuple[int, int]:
     from fleet.models import ProbeSettings, Trigger
     from fleet.probe_service import limits_from, record_probes, target_for, thresholds_from
     from fleet.probes.instance_probe import probe_many
+    from fleet.probes.parts import ProbeKind
+
+    SWEPT = {ProbeKind.HEALTH, ProbeKind.METRICS}  # noqa: N806
 
     settings = ProbeSettings.current()
     probes = asyncio.run(
         probe_many(targets=[target_for(i) for i in instances], previous_scrapes={},
                    limits=limits_from(settings), thresholds=thresholds_from(settings),
-                   concurrency=concurrency, include_stream=False, full_readiness=False)
+                   concurrency=concurrency, kinds=SWEPT, light_health=True)
     )  # fmt: skip
     record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
     return len(probes), sum(1 for p in probes if p.classification.verdict == "down")

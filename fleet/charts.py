@@ -90,9 +90,8 @@ PHASES = (
 )
 
 
-def phase_breakdown(run) -> dict | None:
-    """The latest probe's curl-style phases as one stacked bar (each phase's own share)."""
-    phases = (run.result or {}).get("phases") if run else None
+def phase_breakdown(phases: dict | None) -> dict | None:
+    """The latest health probe's curl-style phases as one stacked bar (each phase's own share)."""
     if not phases:
         return None
     previous, traces = 0.0, []

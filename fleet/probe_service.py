@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -21,17 +22,20 @@ from fleet.models import (
     InstanceState,
     MetricSample,
     ProbeCycle,
+    ProbeKindChoice,
     ProbeRun,
     ProbeSettings,
     RunStatus,
     Trigger,
 )
 from fleet.nvml.simulated_backend import nvml_backend_for
-from fleet.probes.classify import Thresholds, next_state
-from fleet.probes.instance_probe import InstanceProbe, probe_many
+from fleet.probes.classify import Classification, Thresholds, next_state
+from fleet.probes.instance_probe import InstanceProbe, judge, probe_many
+from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.scrape import Scrape
 from fleet.probes.target import ProbeLimits, ProbeTarget
 from fleet.sample_names import samples_from
+from ops_console.schedules import probe_intervals
 
 
 def target_for(instance: Instance) -> ProbeTarget:
@@ -77,7 +81,7 @@ def _instance_gpus(instance: Instance) -> list[dict]:
 
 
 def _stored_scrape(state: InstanceState) -> Scrape | None:
-    """The last cycle's scrape, for rates; a stored one that no longer reads is dropped."""
+    """The last scrape, for rates; a stored one that no longer reads is dropped."""
     if not state.last_scrape:
         return None
     try:
@@ -86,10 +90,50 @@ def _stored_scrape(state: InstanceState) -> Scrape | None:
         return None
 
 
-def probe_instances(*, instances: list[Instance], settings: ProbeSettings) -> list[InstanceProbe]:
-    """Probe the instances concurrently (bounded by settings.concurrency)."""
-    stored = {s.instance_id: _stored_scrape(s) for s in InstanceState.objects.filter(instance__in=instances)}
-    previous = {instance_id: scrape for instance_id, scrape in stored.items() if scrape}
+def stale_after() -> dict[str, timedelta]:
+    """How old a kind's latest result may be and still count: three of its intervals, at
+    least STALE_FLOOR. An older result is left out of the verdict (its kind has stopped)."""
+    return {kind: max(3 * timedelta(seconds=s), STALE_FLOOR) for kind, s in probe_intervals().items()}
+
+
+STALE_FLOOR = timedelta(seconds=90)
+
+
+def stored_parts(
+    state: InstanceState | None, *, now: datetime, skip: Iterable[str], windows: dict[str, timedelta]
+) -> tuple[ProbeParts, frozenset[str]]:
+    """The latest results of the kinds not in `skip` that are recent enough, and their kinds."""
+    if state is None:
+        return ProbeParts(), frozenset()
+    kept = {}
+    for kind, entry in state.kinds.items():
+        measured = state.measured_at(kind) if isinstance(entry, dict) else None
+        if kind in skip or measured is None or now - measured > windows.get(kind, STALE_FLOOR):
+            continue
+        kept[kind] = entry.get("result") or {}
+    parts = ProbeParts.from_kind_dicts(kept)
+    return parts, frozenset(kept)
+
+
+def _states(instances: Iterable[Instance]) -> dict[int, InstanceState]:
+    return {s.instance_id: s for s in InstanceState.objects.filter(instance__in=list(instances))}
+
+
+def probe_instances(
+    *,
+    instances: list[Instance],
+    settings: ProbeSettings,
+    kinds: Iterable[ProbeKind] = ALL_KINDS,
+    light_health: bool = False,
+) -> list[InstanceProbe]:
+    """Probe the instances for `kinds` concurrently (bounded by settings.concurrency), each
+    judged with its stored results of the other kinds."""
+    kinds, now, windows = parse_kinds(kinds), timezone.now(), stale_after()
+    states = _states(instances)
+    previous = {}
+    if ProbeKind.METRICS in kinds:
+        previous = {i: scrape for i, s in states.items() if (scrape := _stored_scrape(s))}
+    contexts = {i: stored_parts(s, now=now, skip=kinds, windows=windows)[0] for i, s in states.items()}
     return asyncio.run(
         probe_many(
             targets=[target_for(i) for i in instances],
@@ -97,7 +141,10 @@ def probe_instances(*, instances: list[Instance], settings: ProbeSettings) -> li
             limits=limits_from(settings),
             thresholds=thresholds_from(settings),
             concurrency=settings.concurrency,
-            gpu_backends={i.pk: _gpu_backend(i) for i in instances},
+            kinds=kinds,
+            light_health=light_health,
+            contexts=contexts,
+            gpu_backends={i.pk: _gpu_backend(i) for i in instances} if ProbeKind.GPU in kinds else {},
             instance_gpus={i.pk: _instance_gpus(i) for i in instances},
         )
     )
@@ -109,34 +156,72 @@ _STATE_FIELDS = [
     "consecutive_failures",
     "last_probe_at",
     "findings",
+    "kinds",
+    "failures",
     "last_scrape",
     "last_run",
 ]
 
 
-def _fill_run(run: ProbeRun, probe: InstanceProbe) -> None:
-    run.status, run.finished_at = RunStatus.DONE, timezone.now()
-    run.verdict, run.outcome = probe.classification.verdict, probe.outcome
+def _fill_run(run: ProbeRun, probe: InstanceProbe, classification: Classification, kind: str) -> None:
+    run.status, run.finished_at, run.kind = RunStatus.DONE, timezone.now(), kind
+    run.verdict, run.outcome = classification.verdict, probe.outcome
     # The parsed scrape is kept once, on the instance's state, for the next cycle's rates.
-    run.result = probe.to_dict(with_scrape=False)
-    run.findings = [f.to_dict() for f in probe.classification.findings]
+    run.result = probe.to_dict(with_scrape=False) | {"classification": classification.to_dict()}
+    run.findings = [f.to_dict() for f in classification.findings]
 
 
-def _advance(
-    state: InstanceState, probe: InstanceProbe, run: ProbeRun, thresholds: Thresholds, at: datetime
-) -> None:
-    verdict, failures = next_state(
-        previous_state=state.verdict,
-        consecutive_failures=state.consecutive_failures,
-        classification=probe.classification,
-        thresholds=thresholds,
+@dataclass
+class _Judging:
+    """Judges each probe again, inside the lock, on the state's latest results of the
+    other kinds: another kind may have stored newer ones while this sweep was probing."""
+
+    instances: dict[int, Instance]
+    thresholds: Thresholds
+    windows: dict[str, timedelta]
+    at: datetime
+
+    def classification(self, probe: InstanceProbe, state: InstanceState) -> Classification:
+        others, kept = stored_parts(state, now=self.at, skip=probe.kinds, windows=self.windows)
+        if not kept:
+            return probe.classification
+        instance = self.instances[probe.target.instance_id]
+        _, classification = judge(
+            target=probe.target,
+            parts=others.overlaid(probe.parts, probe.kinds),
+            thresholds=self.thresholds,
+            instance_gpus=_instance_gpus(instance),
+        )
+        return classification
+
+    def advance(self, state: InstanceState, probe: InstanceProbe, run: ProbeRun, judged: Classification):
+        step = next_state(
+            previous_state=state.verdict,
+            failures=state.failures,
+            classification=judged,
+            thresholds=self.thresholds,
+            measured=probe.kinds,
+        )
+        if step.verdict != state.verdict:
+            state.since = self.at
+        state.verdict, state.failures = step.verdict, step.failures
+        state.consecutive_failures = step.pending or max(step.failures.values(), default=0)
+        state.last_probe_at, state.findings, state.last_run = self.at, run.findings, run
+        stamp = self.at.isoformat()
+        state.kinds = state.kinds | {
+            kind: {"at": stamp, "result": result} for kind, result in probe.kind_dicts().items()
+        }
+        if probe.scrape:
+            state.last_scrape = probe.scrape.to_dict()
+
+
+def _locked_states(instance_ids: list[int], at: datetime) -> dict[int, InstanceState]:
+    """Every instance's state row, locked until the transaction ends (made if missing)."""
+    InstanceState.objects.bulk_create(
+        [InstanceState(instance_id=i, since=at) for i in instance_ids], ignore_conflicts=True
     )
-    if verdict != state.verdict:
-        state.since = at
-    state.verdict, state.consecutive_failures = verdict, failures
-    state.last_probe_at, state.findings, state.last_run = at, run.findings, run
-    if probe.scrape:
-        state.last_scrape = probe.scrape.to_dict()
+    locked = InstanceState.objects.select_for_update().filter(instance_id__in=instance_ids)
+    return {s.instance_id: s for s in locked.order_by("instance_id")}
 
 
 def record_probes(
@@ -146,31 +231,37 @@ def record_probes(
     trigger: str,
     settings: ProbeSettings,
     runs: dict[int, ProbeRun] | None = None,
+    kind: str = ProbeKindChoice.FULL,
 ) -> list[ProbeRun]:
-    """Store a sweep's results in a handful of bulk queries, whatever the fleet's size."""
-    at, thresholds = timezone.now(), thresholds_from(settings)
+    """Store a sweep's results in a handful of bulk queries, whatever the fleet's size.
+
+    The instances' states are locked while the sweep is judged and stored, so sweeps of
+    different kinds that end together never lose each other's results."""
+    at = timezone.now()
     by_id = {i.pk: i for i in instances}
-    states = {s.instance_id: s for s in InstanceState.objects.filter(instance_id__in=by_id)}
+    judging = _Judging(instances=by_id, thresholds=thresholds_from(settings), windows=stale_after(), at=at)
     recorded, samples = [], []
     for probe in probes:
         instance = by_id[probe.target.instance_id]
         run = (runs or {}).get(instance.pk) or ProbeRun(instance=instance, trigger=trigger, started_at=at)
-        _fill_run(run, probe)
         recorded.append(run)
         samples += [
             MetricSample(instance=instance, name=name, ts=at, value=value)
             for name, value in samples_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
         ]
-    requested = [r for r in recorded if r.pk is not None]
     with transaction.atomic():
+        states = _locked_states(list(by_id), at)
+        for run, probe in zip(recorded, probes, strict=True):
+            state = states[run.instance_id]
+            judged = judging.classification(probe, state)
+            _fill_run(run, probe, judged, kind)
+            judging.advance(state, probe, run, judged)
         ProbeRun.objects.bulk_create([r for r in recorded if r.pk is None])
         ProbeRun.objects.bulk_update(
-            requested, ["status", "finished_at", "verdict", "outcome", "result", "findings"]
+            [r for r in recorded if r.pk is not None],  # requested runs, made before
+            ["status", "finished_at", "verdict", "outcome", "result", "findings", "kind"],
         )
-        for run, probe in zip(recorded, probes, strict=True):
-            state = states.setdefault(run.instance_id, InstanceState(instance_id=run.instance_id, since=at))
-            _advance(state, probe, run, thresholds, at)
-        # One upsert for new and known states alike: bulk_update's CASE per field is slow.
+        # One upsert for all states: bulk_update's CASE per field is slow.
         InstanceState.objects.bulk_create(
             list(states.values()),
             update_conflicts=True,
@@ -205,16 +296,28 @@ def _open_cycle(kind: str) -> ProbeCycle | None:
         return None
 
 
-def run_cycle(*, kind: str = "instances") -> ProbeCycle | None:
-    """One scheduled sweep over every enabled instance; None when skipped for overlap."""
-    cycle = _open_cycle(kind)
+def instances_for(kind: ProbeKind) -> list[Instance]:
+    """The enabled instances a sweep of `kind` covers: for gpu, those whose host has telemetry."""
+    queryset = Instance.objects.enabled()
+    if kind == ProbeKind.GPU:
+        queryset = queryset.exclude(host__gpu_telemetry=GpuTelemetry.OFF)
+    return list(_with_probe_relations(queryset))
+
+
+def run_cycle(*, kind: str = ProbeKind.HEALTH) -> ProbeCycle | None:
+    """One scheduled sweep of one probe kind over the enabled instances; None when skipped
+    because the previous sweep of that kind is still running. ValueError for an unknown kind."""
+    (probe_kind,) = parse_kinds([kind])
+    cycle = _open_cycle(probe_kind.value)
     if cycle is None:
         return None
     try:
         settings = ProbeSettings.current()
-        instances = list(_with_probe_relations(Instance.objects.enabled()))
-        probes = probe_instances(instances=instances, settings=settings)
-        runs = record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
+        instances = instances_for(probe_kind)
+        probes = probe_instances(instances=instances, settings=settings, kinds={probe_kind})
+        runs = record_probes(
+            instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings, kind=probe_kind
+        )
         cycle.instance_count = len(runs)
         cycle.failed_count = sum(1 for r in runs if r.verdict == "down")
     finally:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.probes.parts import ProbeKind
+
 
 @dataclass(frozen=True)
 class Panel:
@@ -62,14 +64,20 @@ def _gpu_samples(probe, gpu_indexes: frozenset[int]) -> dict[str, float]:
 
 
 def samples_from(probe, *, gpu_indexes: frozenset[int] = frozenset()) -> dict[str, float]:
-    """The values of one InstanceProbe that the instance page charts, by sample name.
+    """The values of one InstanceProbe that the instance page charts, by sample name: only
+    those of the kinds it measured (the others were stored when they were measured).
 
     GPU figures cover the instance's own GPUs (all GPUs of the reading when none are given).
     """
-    values: dict[str, float | None] = {k: v for k, v in probe.derived.items() if k in SAMPLE_NAMES}
-    values["probe_connect_s"] = probe.phases.connect_s
-    values["probe_ttfb_s"] = probe.phases.ttfb_s
-    values["probe_total_s"] = probe.phases.total_s
-    values["stream_ttft_s"] = probe.stream.ttft_s if probe.stream else None
-    values.update(_gpu_samples(probe, gpu_indexes))
+    values: dict[str, float | None] = {}
+    if probe.measured(ProbeKind.METRICS):
+        values.update((k, v) for k, v in probe.derived.items() if k in SAMPLE_NAMES)
+    if probe.measured(ProbeKind.HEALTH) and probe.phases:
+        values["probe_connect_s"] = probe.phases.connect_s
+        values["probe_ttfb_s"] = probe.phases.ttfb_s
+        values["probe_total_s"] = probe.phases.total_s
+    if probe.measured(ProbeKind.STREAM) and probe.stream:
+        values["stream_ttft_s"] = probe.stream.ttft_s
+    if probe.measured(ProbeKind.GPU):
+        values.update(_gpu_samples(probe, gpu_indexes))
     return {k: float(v) for k, v in values.items() if isinstance(v, int | float) and v == v}

@@ -7,8 +7,9 @@ from fleet import probe_service, retention
 
 
 @shared_task(name="fleet.probe_cycle", ignore_result=True, soft_time_limit=240, time_limit=300)
-def probe_cycle() -> None:
-    probe_service.run_cycle()
+def probe_cycle(*, kind: str = "health") -> None:
+    """One sweep of one probe kind; beat sends one entry per kind, each at its own interval."""
+    probe_service.run_cycle(kind=kind)
 
 
 @shared_task(name="fleet.probe_instance", ignore_result=True, soft_time_limit=60, time_limit=90)

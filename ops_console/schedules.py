@@ -7,8 +7,10 @@ change the interval or disable a task in the admin, and a later sync keeps that 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
@@ -20,6 +22,7 @@ class Schedule:
     task: str
     every_seconds: int
     description: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 SCHEDULES: tuple[Schedule, ...] = (
@@ -30,10 +33,33 @@ SCHEDULES: tuple[Schedule, ...] = (
         description="Shows on /healthz that a worker and beat are running.",
     ),
     Schedule(
-        name="probe cycle",
+        name="probe health",
         task="fleet.probe_cycle",
+        kwargs={"kind": "health"},
         every_seconds=30,
-        description="Health, latency phases, streaming, metrics and GPU state of every enabled instance.",
+        description="Readiness (/health, model list, version) and the latency phases of a one-token "
+        "request, for every enabled instance.",
+    ),
+    Schedule(
+        name="probe stream",
+        task="fleet.probe_cycle",
+        kwargs={"kind": "stream"},
+        every_seconds=60,
+        description="A small streaming chat request: TTFT, inter-token latency and tokens/s.",
+    ),
+    Schedule(
+        name="probe metrics",
+        task="fleet.probe_cycle",
+        kwargs={"kind": "metrics"},
+        every_seconds=30,
+        description="The engine's /metrics: gauges, rates between scrapes and latency quantiles.",
+    ),
+    Schedule(
+        name="probe gpu",
+        task="fleet.probe_cycle",
+        kwargs={"kind": "gpu"},
+        every_seconds=30,
+        description="GPU state through NVML for instances whose host has GPU telemetry.",
     ),
     Schedule(
         name="prune metric samples",
@@ -44,7 +70,12 @@ SCHEDULES: tuple[Schedule, ...] = (
 )
 
 
+# Entries an earlier version created; sync removes them.
+RETIRED = ("probe cycle",)
+
+
 def sync_periodic_tasks() -> list[PeriodicTask]:
+    PeriodicTask.objects.filter(name__in=RETIRED).delete()
     synced = []
     for schedule in SCHEDULES:
         interval, _ = IntervalSchedule.objects.get_or_create(
@@ -54,14 +85,32 @@ def sync_periodic_tasks() -> list[PeriodicTask]:
             name=schedule.name,
             defaults={
                 "task": schedule.task,
+                "kwargs": json.dumps(schedule.kwargs),
                 "interval": interval,
                 "description": schedule.description,
                 # due at once: a fresh console shows results without waiting an interval
                 "last_run_at": timezone.now() - timedelta(seconds=schedule.every_seconds),
             },
         )
-        if not created and task.task != schedule.task:
-            task.task = schedule.task
-            task.save(update_fields=["task"])
+        kwargs = json.dumps(schedule.kwargs)
+        if not created and (task.task, task.kwargs) != (schedule.task, kwargs):
+            task.task, task.kwargs = schedule.task, kwargs
+            task.save(update_fields=["task", "kwargs"])
         synced.append(task)
     return synced
+
+
+def probe_intervals() -> dict[str, int]:
+    """Seconds between runs of each probe kind: the beat entry's interval as edited in the
+    admin, or the default of SCHEDULES where the entry is missing or not an interval."""
+    intervals = {s.kwargs["kind"]: s.every_seconds for s in SCHEDULES if s.task == "fleet.probe_cycle"}
+    entries = PeriodicTask.objects.filter(task="fleet.probe_cycle", interval__isnull=False)
+    for entry in entries.select_related("interval"):
+        try:
+            kind = json.loads(entry.kwargs or "{}").get("kind")
+        except (ValueError, AttributeError):
+            continue
+        seconds = entry.interval.schedule.run_every.total_seconds()
+        if kind in intervals and seconds > 0:
+            intervals[kind] = int(seconds)
+    return intervals

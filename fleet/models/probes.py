@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -16,6 +16,16 @@ class Verdict(models.TextChoices):
     UP = "up", "up"
     DEGRADED = "degraded", "degraded"
     DOWN = "down", "down"
+
+
+class ProbeKindChoice(models.TextChoices):
+    """What a run measured: one probe kind on its own schedule, or all of them at once."""
+
+    FULL = "full", "every kind"
+    HEALTH = "health", "health and latency phases"
+    STREAM = "stream", "streaming"
+    METRICS = "metrics", "engine metrics"
+    GPU = "gpu", "GPU state"
 
 
 class Trigger(models.TextChoices):
@@ -81,6 +91,15 @@ class InstanceState(models.Model):
     consecutive_failures = models.PositiveIntegerField(default=0)
     last_probe_at = models.DateTimeField(null=True, blank=True)
     findings = models.JSONField(default=list, blank=True)
+    kinds = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The latest result of each probe kind: {kind: {at, result}}; the verdict is "
+        "judged on all of them together.",
+    )
+    failures = models.JSONField(
+        default=dict, blank=True, help_text="Failed runs in a row of each probe kind that is failing."
+    )
     last_scrape = models.JSONField(null=True, blank=True, help_text="For rates between scrapes.")
     last_run = models.ForeignKey(
         "ProbeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -93,6 +112,24 @@ class InstanceState(models.Model):
     def reason(self) -> str:
         return self.findings[0]["evidence"] if self.findings else ""
 
+    def measured_at(self, kind: str) -> datetime | None:
+        """When the kind's latest result was measured, None when it never was."""
+        stamp = (self.kinds.get(kind) or {}).get("at")
+        return datetime.fromisoformat(stamp) if stamp else None
+
+    @property
+    def measured_kinds(self) -> list[tuple[str, datetime]]:
+        """(kind label, when measured) of each kind measured so far, in ProbeKindChoice order."""
+        found = []
+        for kind, label in ProbeKindChoice.choices:
+            at = self.measured_at(kind) if kind in self.kinds else None
+            if at:
+                found.append((label, at))
+        return found
+
+    def kind_result(self, kind: str) -> dict:
+        return (self.kinds.get(kind) or {}).get("result") or {}
+
 
 class ProbeRunQuerySet(models.QuerySet["ProbeRun"]):
     def latest_first(self) -> ProbeRunQuerySet:
@@ -104,6 +141,7 @@ class ProbeRun(models.Model):
 
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="probe_runs")
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
+    kind = models.CharField(max_length=10, choices=ProbeKindChoice.choices, default=ProbeKindChoice.FULL)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
     requested_by = models.CharField(max_length=150, blank=True)
     started_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -156,7 +194,7 @@ class ProbeCycle(models.Model):
 
     STALE_AFTER = timedelta(minutes=10)
 
-    kind = models.CharField(max_length=32, default="instances")
+    kind = models.CharField(max_length=32, default="instances", help_text="The probe kind swept.")
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     instance_count = models.PositiveIntegerField(default=0)

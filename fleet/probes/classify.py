@@ -19,13 +19,23 @@ from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.gpu_rules import gpu_findings
 from fleet.probes.metric_rules import metric_findings, scrape_findings
 from fleet.probes.network_rules import connection_finding, status_finding
+from fleet.probes.parts import ALL_KINDS, kind_of_source
 from fleet.probes.phases import PhaseResult
 from fleet.probes.readiness import ReadinessResult, RouteCheck
 from fleet.probes.scrape import ScrapeResult
 from fleet.probes.streaming import StreamResult
 from fleet.probes.target import ProbeTarget
 
-__all__ = ["Category", "Classification", "Finding", "Thresholds", "classify", "next_state", "verdict_of"]
+__all__ = [
+    "Category",
+    "Classification",
+    "Finding",
+    "StateStep",
+    "Thresholds",
+    "classify",
+    "next_state",
+    "verdict_of",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,17 +317,43 @@ def classify(
     return Classification(verdict=verdict_of(findings), findings=tuple(findings))
 
 
-def next_state(
-    *, previous_state: str, consecutive_failures: int, classification: Classification, thresholds: Thresholds
-) -> tuple[str, int]:
-    """The instance's state after this cycle, and its count of failed cycles in a row.
+@dataclass(frozen=True, kw_only=True)
+class StateStep:
+    """An instance's state after one probe run."""
 
-    A failed cycle (verdict down) only counts until `down_after_failures` failures in a
-    row turn the instance down; until then it keeps its previous state. Degraded is its
-    own state. Any cycle that is not a failure resets the count."""
-    if classification.verdict != "down":
-        return classification.verdict, 0
-    failures = consecutive_failures + 1
-    if failures >= thresholds.down_after_failures:
-        return "down", failures
-    return previous_state, failures
+    verdict: str
+    failures: dict[str, int]  # per probe kind: its failed runs in a row (zeros left out)
+    pending: int = 0  # failed runs in a row of a failure not yet counted N times
+
+
+_STATE_RANK = {"unknown": 0, "up": 1, "degraded": 2, "down": 3}
+
+
+def next_state(
+    *,
+    previous_state: str,
+    failures: Mapping[str, int],
+    classification: Classification,
+    thresholds: Thresholds,
+    measured: Iterable[str] = ALL_KINDS,
+) -> StateStep:
+    """The instance's state after a run of the probe kinds in `measured`.
+
+    A run of a kind fails when a "down" finding comes from it; each kind counts its own
+    failed runs in a row, and a run without such a finding resets its count. A down
+    finding turns the instance down only once its kind has failed `down_after_failures`
+    runs in a row; until then the instance keeps its previous state (or the worse state
+    its other findings call for). Degraded is a state of its own, never a failure."""
+    failing = {kind_of_source(f.source) for f in classification.findings if f.severity == "down"}
+    counts = dict(failures)
+    for kind in measured:
+        counts[kind] = counts.get(kind, 0) + 1 if kind in failing else 0
+    counts = {kind: n for kind, n in counts.items() if n}
+    if classification.verdict != "down" or not failing:
+        return StateStep(verdict=classification.verdict, failures=counts)
+    worst_run = max(counts.get(kind, 0) for kind in failing)
+    if any(counts.get(kind, 0) >= thresholds.down_after_failures for kind in failing):
+        return StateStep(verdict="down", failures=counts, pending=0)
+    degraded = any(f.severity == "degraded" for f in classification.findings)
+    verdict = max(previous_state, "degraded" if degraded else "unknown", key=_STATE_RANK.__getitem__)
+    return StateStep(verdict=verdict, failures=counts, pending=worst_run)

@@ -1,12 +1,13 @@
-"""One full probe of an instance, and a bounded-concurrency sweep over many.
+"""One probe of an instance, of some or all probe kinds, and a bounded-concurrency sweep.
 
-An instance probe runs readiness, the phase timing, the stream and the metrics scrape
-concurrently (plus an NVML read in a worker thread when the host has a backend), then
-derives rates against the previous scrape and classifies. The phase timing uses a tiny
-non-streaming generation of one token (vLLM: chat completions; TGI: /generate; Ollama:
-/api/chat), so its TTFB is the time to the first token (guide 2.2.1); with
-include_stream=False no tokens are generated at all and the phases are timed on the
-health route instead.
+A probe runs the kinds asked for concurrently: health (readiness routes and the latency
+phases), stream, metrics (the scrape, and rates against the previous scrape) and gpu (an
+NVML read in a worker thread, when the host has a backend). It then judges the instance
+on these fresh results together with `context`, the latest stored results of the kinds
+not run now (see fleet.probes.parts). The phase timing uses a tiny non-streaming
+generation of one token (vLLM: chat completions; TGI: /generate; Ollama: /api/chat), so
+its TTFB is the time to the first token (guide 2.2.1); the light health check of a large
+sweep times the health route instead and reads readiness from that one request.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from fleet.probes.classify import Category, Classification, Finding, Thresholds,
 from fleet.probes.fetch import make_instance_client
 from fleet.probes.gpu import GpuProbeResult, numa_findings, read_gpus
 from fleet.probes.outcomes import Outcome, describe_exception
+from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.phases import PhaseResult, measure_phases
 from fleet.probes.readiness import ReadinessResult, check_readiness, readiness_from_health_phases
 from fleet.probes.scrape import Scrape, ScrapeResult, derive, scrape_metrics
@@ -40,38 +42,69 @@ class InstanceProbe:
     target: ProbeTarget
     started_at: float  # epoch seconds
     elapsed_s: float
-    readiness: ReadinessResult
-    phases: PhaseResult
-    stream: StreamResult | None
-    scrape_result: ScrapeResult
-    gpus: GpuProbeResult | None
+    kinds: frozenset[ProbeKind]  # the kinds measured by this probe
+    parts: ProbeParts  # what the instance was judged on: these kinds fresh, the rest stored
     numa: tuple[str, ...]
-    derived: dict[str, float]
     classification: Classification
+    scrape: Scrape | None = None  # this probe's parsed /metrics page, for the next rates
 
     @property
-    def scrape(self) -> Scrape | None:
-        """This probe's scrape, to pass as previous_scrape next time."""
-        return self.scrape_result.scrape
+    def readiness(self) -> ReadinessResult | None:
+        return self.parts.readiness
 
     @property
-    def outcome(self) -> Outcome:
-        """The outcome of the health request."""
-        return self.readiness.outcome
+    def phases(self) -> PhaseResult | None:
+        return self.parts.phases
+
+    @property
+    def stream(self) -> StreamResult | None:
+        return self.parts.stream
+
+    @property
+    def scrape_result(self) -> ScrapeResult | None:
+        return self.parts.scrape_result
+
+    @property
+    def derived(self) -> Mapping[str, float]:
+        return self.parts.derived
+
+    @property
+    def gpus(self) -> GpuProbeResult | None:
+        return self.parts.gpus
+
+    def measured(self, kind: ProbeKind) -> bool:
+        return kind in self.kinds
+
+    @property
+    def outcome(self) -> Outcome | str:
+        """The outcome of the health request ("" when health was not measured)."""
+        return self.readiness.outcome if self.measured(ProbeKind.HEALTH) and self.readiness else ""
+
+    def kind_dicts(self) -> dict[str, dict[str, Any]]:
+        """The measured kinds' results as JSON, for the instance's state."""
+        return self.parts.to_kind_dicts(self.kinds)
 
     def to_dict(self, *, with_scrape: bool = True) -> dict[str, Any]:
+        """The measured kinds' results; the parts of kinds not measured are None."""
+        fresh = self.kind_dicts()
+        health, stream = fresh.get("health", {}), fresh.get("stream", {})
+        metrics, gpu = fresh.get("metrics", {}), fresh.get("gpu", {})
+        scrape = metrics.get("scrape_result")
+        if scrape is not None and with_scrape and self.scrape:
+            scrape = scrape | {"scrape": self.scrape.to_dict()}
         return {
             "target": self.target.to_dict(),
+            "kinds": sorted(self.kinds),
             "started_at": self.started_at,
             "elapsed_s": self.elapsed_s,
             "outcome": self.outcome,
-            "readiness": self.readiness.to_dict(),
-            "phases": self.phases.to_dict(),
-            "stream": self.stream.to_dict() if self.stream else None,
-            "scrape": self.scrape_result.to_dict(with_scrape=with_scrape),
-            "gpus": self.gpus.to_dict() if self.gpus else None,
+            "readiness": health.get("readiness"),
+            "phases": health.get("phases"),
+            "stream": stream.get("stream"),
+            "scrape": scrape,
+            "gpus": gpu.get("gpus"),
             "numa": list(self.numa),
-            "derived": dict(self.derived),
+            "derived": metrics.get("derived", {}),
             "classification": self.classification.to_dict(),
         }
 
@@ -125,34 +158,31 @@ def _indices(instance_gpus: Iterable[Mapping[str, Any]]) -> list[int] | None:
     return found or None
 
 
-def _judge(
+def judge(
     *,
     target: ProbeTarget,
-    previous_scrape: Scrape | None,
+    parts: ProbeParts,
     thresholds: Thresholds,
-    readiness: ReadinessResult,
-    phases: PhaseResult,
-    stream: StreamResult | None,
-    scraped: ScrapeResult,
-    gpus: GpuProbeResult | None,
-    instance_gpus: Sequence[Mapping[str, Any]],
-) -> tuple[dict[str, float], tuple[str, ...], Classification]:
+    instance_gpus: Sequence[Mapping[str, Any]] = (),
+) -> tuple[tuple[str, ...], Classification]:
+    """NUMA notes and the classification of one instance from its latest results; a bug in
+    the rules becomes a finding instead of losing the probe's measurements."""
     try:
-        derived = derive(previous=previous_scrape, current=scraped.scrape) if scraped.scrape else {}
+        gpus = parts.gpus
         numa = tuple(numa_findings(instance_gpus=instance_gpus, reading=gpus.reading if gpus else None))
         classification = classify(
-            readiness=readiness,
-            phases=phases,
-            stream=stream,
-            derived=derived,
+            readiness=parts.readiness,
+            phases=parts.phases,
+            stream=parts.stream,
+            derived=parts.derived,
             gpus=gpus,
             target=target,
             thresholds=thresholds,
-            scrape=scraped,
+            scrape=parts.scrape_result,
             numa=numa,
             gpu_indices=_indices(instance_gpus),
         )
-    except Exception as exc:  # a bug in the rules must not lose the probe's measurements
+    except Exception as exc:
         finding = Finding(
             code="probe.bug",
             category=Category.PROBE_ERROR,
@@ -160,8 +190,35 @@ def _judge(
             source="classify",
             evidence=f"the probe's rules failed: {describe_exception(exc)}",
         )
-        return {}, (), Classification(verdict="degraded", findings=(finding,))
-    return derived, numa, classification
+        return (), Classification(verdict="degraded", findings=(finding,))
+    return numa, classification
+
+
+async def _health(
+    client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, *, light: bool
+) -> tuple[ReadinessResult, PhaseResult]:
+    if light:
+        path = HEALTH_PATHS.get(target.engine, "/health")
+        phases = await measure_phases(client=client, limits=limits, **phases_request(target, generate=False))
+        return readiness_from_health_phases(phases, path=path), phases
+    return await asyncio.gather(
+        check_readiness(client=client, target=target, limits=limits),
+        measure_phases(client=client, limits=limits, **phases_request(target, generate=True)),
+    )
+
+
+async def _metrics(
+    client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, previous: Scrape | None
+) -> tuple[ScrapeResult, dict[str, float]]:
+    scraped = await scrape_metrics(client=client, target=target, limits=limits)
+    if scraped.scrape is None:
+        return scraped, {}
+    for previous_scrape in (previous, None):  # a stored scrape the rates cannot use is dropped
+        try:
+            return scraped, derive(previous=previous_scrape, current=scraped.scrape)
+        except Exception:  # noqa: S112 - the measurements are kept without rates
+            continue
+    return scraped, {}
 
 
 async def probe_instance(
@@ -173,48 +230,48 @@ async def probe_instance(
     thresholds: Thresholds,
     gpu_backend: NvmlBackend | None = None,
     instance_gpus: Sequence[Mapping[str, Any]] = (),
-    include_stream: bool = True,
-    full_readiness: bool = True,
+    kinds: Iterable[ProbeKind] = ALL_KINDS,
+    context: ProbeParts | None = None,
+    light_health: bool = False,
 ) -> InstanceProbe:
-    """Probe one instance completely; never raises, and ends within about the longer of
-    limits.total_deadline_s and limits.stream_deadline_s.
+    """Probe one instance for `kinds` and judge it with `context` for the other kinds;
+    never raises, and ends within about the longer of limits.total_deadline_s and
+    limits.stream_deadline_s. The gpu kind is measured only with a backend.
 
-    With full_readiness=False (and no stream) the health request the phases are timed on is
-    the whole readiness check: two requests per instance, health and metrics."""
+    With light_health the health request the phases are timed on is the whole readiness
+    check: a sweep of health and metrics makes two requests per instance."""
+    kinds = parse_kinds(kinds) - ({ProbeKind.GPU} if gpu_backend is None else set())
     started_at, started = time.time(), perf_counter()
-    light = not full_readiness and not include_stream
-    readiness, phases, stream, scraped, gpus = await asyncio.gather(
-        _nothing() if light else check_readiness(client=client, target=target, limits=limits),
-        measure_phases(client=client, limits=limits, **phases_request(target, generate=include_stream)),
-        probe_stream(client=client, target=target, limits=limits) if include_stream else _nothing(),
-        scrape_metrics(client=client, target=target, limits=limits),
-        _read_gpus(gpu_backend),
+
+    def when(kind: ProbeKind, work: Any) -> Any:
+        if kind in kinds:
+            return work()
+        return _nothing()
+
+    health, stream, metrics, gpus = await asyncio.gather(
+        when(ProbeKind.HEALTH, lambda: _health(client, target, limits, light=light_health)),
+        when(ProbeKind.STREAM, lambda: probe_stream(client=client, target=target, limits=limits)),
+        when(ProbeKind.METRICS, lambda: _metrics(client, target, limits, previous_scrape)),
+        when(ProbeKind.GPU, lambda: _read_gpus(gpu_backend)),
     )
-    if light:
-        readiness = readiness_from_health_phases(phases, path=HEALTH_PATHS.get(target.engine, "/health"))
-    derived, numa, classification = _judge(
-        target=target,
-        previous_scrape=previous_scrape,
-        thresholds=thresholds,
-        readiness=readiness,
-        phases=phases,
-        stream=stream,
-        scraped=scraped,
-        gpus=gpus,
-        instance_gpus=instance_gpus,
+    readiness, phases = health or (None, None)
+    scraped, derived = metrics or (None, {})
+    fresh = ProbeParts(
+        readiness=readiness, phases=phases, stream=stream, scrape_result=scraped, derived=derived, gpus=gpus
+    )
+    parts = (context or ProbeParts()).overlaid(fresh, kinds)
+    numa, classification = judge(
+        target=target, parts=parts, thresholds=thresholds, instance_gpus=instance_gpus
     )
     return InstanceProbe(
         target=target,
         started_at=started_at,
         elapsed_s=perf_counter() - started,
-        readiness=readiness,
-        phases=phases,
-        stream=stream,
-        scrape_result=scraped,
-        gpus=gpus,
+        kinds=kinds,
+        parts=parts,
         numa=numa,
-        derived=derived,
         classification=classification,
+        scrape=scraped.scrape if scraped else None,
     )
 
 
@@ -223,10 +280,11 @@ class _Sweep:
     client: httpx.AsyncClient | None
     limits: ProbeLimits
     thresholds: Thresholds
-    include_stream: bool
-    full_readiness: bool
+    kinds: frozenset[ProbeKind]
+    light_health: bool
     semaphore: asyncio.Semaphore
     previous_scrapes: Mapping[int, Scrape] = field(default_factory=dict)
+    contexts: Mapping[int, ProbeParts] = field(default_factory=dict)
     gpu_backends: Mapping[int, NvmlBackend | None] = field(default_factory=dict)
     instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
@@ -244,8 +302,9 @@ class _Sweep:
             previous_scrape=self.previous_scrapes.get(target.instance_id),
             limits=self.limits,
             thresholds=self.thresholds,
-            include_stream=self.include_stream,
-            full_readiness=self.full_readiness,
+            kinds=self.kinds,
+            context=self.contexts.get(target.instance_id),
+            light_health=self.light_health,
             gpu_backend=self.gpu_backends.get(target.instance_id),
             instance_gpus=self.instance_gpus.get(target.instance_id, ()),
         )
@@ -258,23 +317,25 @@ async def probe_many(
     limits: ProbeLimits,
     thresholds: Thresholds,
     concurrency: int = 100,
-    include_stream: bool = True,
-    full_readiness: bool = True,
+    kinds: Iterable[ProbeKind] = ALL_KINDS,
+    light_health: bool = False,
+    contexts: Mapping[int, ProbeParts] | None = None,
     gpu_backends: Mapping[int, NvmlBackend | None] | None = None,
     instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> list[InstanceProbe]:
-    """Probe every target, at most `concurrency` at once, each over its own small client
-    (or all over `client` when one is given). Results come back in the order of
-    `targets`; the maps are keyed by instance_id."""
+    """Probe every target for `kinds`, at most `concurrency` at once, each over its own
+    small client (or all over `client` when one is given). Results come back in the
+    order of `targets`; the maps are keyed by instance_id."""
     sweep = _Sweep(
         client=client,
         limits=limits,
         thresholds=thresholds,
-        include_stream=include_stream,
-        full_readiness=full_readiness,
+        kinds=parse_kinds(kinds),
+        light_health=light_health,
         semaphore=asyncio.Semaphore(max(1, concurrency)),
         previous_scrapes=previous_scrapes,
+        contexts=contexts or {},
         gpu_backends=gpu_backends or {},
         instance_gpus=instance_gpus or {},
     )

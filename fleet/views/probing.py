@@ -46,7 +46,7 @@ def run_status(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @role_required(Role.VIEWER)
 def instance_charts(request: HttpRequest, pk: int) -> HttpResponse:
-    instance = get_object_or_404(Instance.objects.select_related("state__last_run"), pk=pk)
+    instance = get_object_or_404(Instance.objects.select_related("state"), pk=pk)
     chosen = request.GET.get("range", "1h")
     window = RANGES.get(chosen, RANGES["1h"])
     since = timezone.now() - window
@@ -55,6 +55,11 @@ def instance_charts(request: HttpRequest, pk: int) -> HttpResponse:
         "range": chosen if chosen in RANGES else "1h",
         "ranges": list(RANGES),
         "panels": charts.instance_panels(instance=instance, since=since),
-        "phases": charts.phase_breakdown(instance.state.last_run) if hasattr(instance, "state") else None,
+        "phases": charts.phase_breakdown(_latest_phases(instance)),
     }
     return render(request, "fleet/instances/_charts.html", context)
+
+
+def _latest_phases(instance: Instance) -> dict | None:
+    state = getattr(instance, "state", None)
+    return state.kind_result("health").get("phases") if state else None

@@ -106,3 +106,25 @@ def test_failed_cycles_that_have_not_yet_turned_an_instance_down_are_shown(viewe
                                  last_probe_at=timezone.now())  # fmt: skip
     content = viewer_client.get(reverse("fleet:overview")).content.decode()
     assert "failing 2× in a row" in content and "up, failing 1× in a row" in content
+
+
+def test_the_instance_page_says_when_each_kind_was_last_measured_and_draws_the_health_phases(viewer_client):
+    instance = make_instance(make_host())
+    now = timezone.now()
+    phases = {"dns_s": 0.0, "connect_s": 0.002, "ttfb_s": 0.8, "total_s": 0.81}
+    InstanceState.objects.create(
+        instance=instance,
+        verdict="up",
+        last_probe_at=now,
+        kinds={
+            "health": {
+                "at": (now - timezone.timedelta(seconds=40)).isoformat(),
+                "result": {"phases": phases},
+            },
+            "metrics": {"at": (now - timezone.timedelta(minutes=3)).isoformat(), "result": {}},
+        },
+    )
+    page = viewer_client.get(instance.get_absolute_url()).content.decode()
+    assert "health and latency phases" in page and "engine metrics 3" in page and "streaming" not in page
+    charts = viewer_client.get(reverse("fleet:instance-charts", args=[instance.pk])).content.decode()
+    assert "TTFB" in charts and "latest probe" in charts

@@ -1,7 +1,8 @@
 import pytest
 
 from fleet.nvml.base import GpuProcess, GpuState
-from fleet.probes.classify import Classification, Finding, Thresholds, classify, next_state
+from fleet.probes.classify import Classification, Finding, StateStep, Thresholds, classify, next_state
+from fleet.probes.findings import Category
 from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.outcomes import Outcome
 from fleet.probes.phases import PhaseResult
@@ -350,42 +351,65 @@ def test_thresholds_are_editable():
     assert judge(derived={"num_requests_waiting": 12}, thresholds=Thresholds(waiting=20)).verdict == "up"
 
 
-DOWN = Classification(verdict="down", findings=())
+def _down(source: str) -> Finding:
+    return Finding(code=f"{source}.x", category=Category.GONE, severity="down", evidence="x", source=source)
+
+
+DOWN = Classification(verdict="down", findings=(_down("readiness"),))
 UP = Classification(verdict="up", findings=())
-DEGRADED = Classification(verdict="degraded", findings=())
+QUEUED = Finding(code="q", category=Category.QUEUE, severity="degraded", evidence="q", source="metrics")
+DEGRADED = Classification(verdict="degraded", findings=(QUEUED,))
 
 
-def test_an_instance_turns_down_only_after_n_failed_cycles_in_a_row():
-    state, failures = "up", 0
-    seen = []
+def step(classification, *, previous="up", failures=None, measured=("health",), n=3):
+    return next_state(
+        previous_state=previous,
+        failures=failures or {},
+        classification=classification,
+        thresholds=Thresholds(down_after_failures=n),
+        measured=measured,
+    )
+
+
+def test_an_instance_turns_down_only_after_n_failed_runs_in_a_row():
+    state, failures, seen = "up", {}, []
     for _ in range(3):
-        state, failures = next_state(
-            previous_state=state,
-            consecutive_failures=failures,
-            classification=DOWN,
-            thresholds=Thresholds(down_after_failures=3),
-        )
-        seen.append((state, failures))
-    assert seen == [("up", 1), ("up", 2), ("down", 3)]
+        result = step(DOWN, previous=state, failures=failures)
+        state, failures = result.verdict, result.failures
+        seen.append((state, failures, result.pending))
+    assert seen == [("up", {"health": 1}, 1), ("up", {"health": 2}, 2), ("down", {"health": 3}, 0)]
 
 
 def test_a_success_resets_the_failure_count():
-    assert next_state(
-        previous_state="up", consecutive_failures=2, classification=UP, thresholds=Thresholds()
-    ) == ("up", 0)
-    assert next_state(
-        previous_state="down", consecutive_failures=7, classification=UP, thresholds=Thresholds()
-    ) == ("up", 0)
+    assert step(UP, failures={"health": 2}) == StateStep(verdict="up", failures={})
+    assert step(UP, previous="down", failures={"health": 7}).verdict == "up"
 
 
 def test_degraded_is_its_own_state_and_not_a_failure():
-    assert next_state(
-        previous_state="up", consecutive_failures=2, classification=DEGRADED, thresholds=Thresholds()
-    ) == ("degraded", 0)
+    assert step(DEGRADED, failures={"health": 2}, measured=("metrics", "health")) == StateStep(
+        verdict="degraded", failures={}
+    )
 
 
 @pytest.mark.parametrize("previous", ["unknown", "degraded", "down"])
-def test_a_failed_cycle_below_the_limit_keeps_the_previous_state(previous):
-    assert next_state(
-        previous_state=previous, consecutive_failures=0, classification=DOWN, thresholds=Thresholds()
-    ) == (previous, 1)
+def test_a_failed_run_below_the_limit_keeps_the_previous_state(previous):
+    assert step(DOWN, previous=previous) == StateStep(verdict=previous, failures={"health": 1}, pending=1)
+
+
+def test_a_failed_run_below_the_limit_still_shows_what_the_other_kinds_found():
+    both = Classification(verdict="down", findings=(_down("readiness"), *DEGRADED.findings))
+    assert step(both, previous="up").verdict == "degraded"
+
+
+def test_each_kind_counts_only_its_own_runs():
+    """A health failure stored from an earlier run is not counted again by a metrics run."""
+    after_metrics = step(DOWN, failures={"health": 1}, measured=("metrics",))
+    assert after_metrics.failures == {"health": 1} and after_metrics.verdict == "up"
+    after_health = step(DOWN, failures=after_metrics.failures, measured=("health",))
+    assert after_health.failures == {"health": 2}
+
+
+def test_a_fatal_gpu_error_counts_against_the_gpu_kind():
+    xid = Classification(verdict="down", findings=(_down("gpu"),))
+    result = step(xid, failures={"gpu": 2}, measured=("gpu",))
+    assert (result.verdict, result.failures) == ("down", {"gpu": 3})

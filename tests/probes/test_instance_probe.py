@@ -5,8 +5,11 @@ import pytest
 
 from fleet.nvml.base import NvmlError
 from fleet.probes.classify import Thresholds
+from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.instance_probe import phases_request, probe_instance, probe_many
 from fleet.probes.outcomes import Outcome
+from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts
+from fleet.probes.readiness import ReadinessResult, RouteCheck
 from fleet.probes.target import ProbeLimits, ProbeTarget
 from tests.probes.engines import FAST, SLACK_S, VLLM_METRICS, make_target, token_stream, vllm_routes
 from tests.probes.gpus import FixedBackend, gpu, reading
@@ -100,7 +103,7 @@ async def test_an_nvml_failure_is_noted_without_changing_the_verdict(http_client
     assert probe.classification.findings[0].evidence == "NVML could not be read: no driver"
 
 
-async def test_without_the_stream_no_tokens_are_generated_and_phases_use_health(http_client):
+async def test_the_light_health_check_generates_no_tokens_and_times_the_health_route(http_client):
     async with serve(app(vllm_routes())) as url:
         probe = await probe_instance(
             client=http_client,
@@ -108,10 +111,70 @@ async def test_without_the_stream_no_tokens_are_generated_and_phases_use_health(
             previous_scrape=None,
             limits=FAST,
             thresholds=Thresholds(),
-            include_stream=False,
+            kinds={ProbeKind.HEALTH, ProbeKind.METRICS},
+            light_health=True,
         )
     assert probe.stream is None
     assert probe.phases.url.endswith("/health")
+
+
+async def test_a_probe_of_one_kind_measures_that_kind_alone(http_client):
+    async with serve(app(vllm_routes())) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+            kinds={ProbeKind.METRICS},
+            gpu_backend=FixedBackend(reading(gpu(0))),
+        )
+    assert probe.kinds == {ProbeKind.METRICS}
+    assert probe.readiness is None and probe.phases is None and probe.stream is None and probe.gpus is None
+    assert probe.scrape.gauges["num_requests_running"] == 3.0
+    stored = probe.to_dict()
+    assert stored["kinds"] == ["metrics"] and stored["phases"] is None and stored["scrape"]["outcome"] == "ok"
+    assert set(probe.kind_dicts()) == {"metrics"}
+
+
+async def test_a_probe_of_one_kind_is_judged_with_the_other_kinds_stored_results(http_client):
+    """The metrics say nothing is wrong; the stored health result from a moment ago says the
+    model is missing: the instance is judged on both."""
+    stored_health = ReadinessResult(outcome=Outcome.OK, healthy=True, models=("other",), model_found=False)
+    context = ProbeParts(readiness=stored_health)
+    async with serve(app(vllm_routes())) as url:
+        probe = await probe_instance(
+            client=http_client,
+            target=make_target(url),
+            previous_scrape=None,
+            limits=FAST,
+            thresholds=Thresholds(),
+            kinds={ProbeKind.METRICS},
+            context=context,
+        )
+    assert [f.code for f in probe.classification.findings] == ["model.mismatch"]
+    assert probe.readiness is stored_health and probe.outcome == ""
+
+
+def test_stored_results_read_back_as_they_were():
+    parts = ProbeParts(
+        readiness=ReadinessResult(
+            outcome=Outcome.OK, healthy=True, models=("m",), model_found=True, version="0.11.0",
+            checks=(RouteCheck(path="/health", outcome=Outcome.OK, status=200, elapsed_s=0.01),),
+        ),
+        gpus=GpuProbeResult(outcome=Outcome.OK, reading=reading(gpu(0, temperature_c=91))),
+        derived={"num_requests_waiting": 12.0},
+    )  # fmt: skip
+    stored = json.loads(json.dumps(parts.to_kind_dicts(ALL_KINDS)))
+    again = ProbeParts.from_kind_dicts(stored)
+    assert again.readiness == parts.readiness and again.gpus == parts.gpus
+    assert again.derived == parts.derived and again.stream is None
+
+
+def test_a_stored_kind_that_no_longer_reads_is_left_out():
+    stored = {"health": {"readiness": {"nonsense": 1}}, "metrics": {"derived": {"a": 1}}}
+    again = ProbeParts.from_kind_dicts(stored)
+    assert again.readiness is None and again.derived == {"a": 1.0}
 
 
 async def test_probe_many_keeps_the_order_and_bounds_every_probe():
@@ -167,7 +230,8 @@ def test_the_light_sweep_checks_readiness_on_the_timed_health_request_alone():
             async with make_instance_client(limits=ProbeLimits()) as client:
                 return await probe_instance(client=client, target=target, previous_scrape=None,
                                             limits=ProbeLimits(), thresholds=Thresholds(),
-                                            include_stream=False, full_readiness=False)  # fmt: skip
+                                            kinds={ProbeKind.HEALTH, ProbeKind.METRICS},
+                                            light_health=True)  # fmt: skip
 
         result = _asyncio.run(probe())
         lines = sim.call(lambda: sim.runner.instance("light").access_log_lines(limit=100))
