@@ -158,7 +158,6 @@ _STATE_FIELDS = [
     "findings",
     "kinds",
     "failures",
-    "last_scrape",
     "last_run",
 ]
 
@@ -209,7 +208,7 @@ class _Judging:
         state.last_probe_at, state.findings, state.last_run = self.at, run.findings, run
         stamp = self.at.isoformat()
         state.kinds = state.kinds | {
-            kind: {"at": stamp, "result": result} for kind, result in probe.kind_dicts().items()
+            kind: {"at": stamp, "result": result} for kind, result in probe.kind_dicts.items()
         }
         if probe.scrape:
             state.last_scrape = probe.scrape.to_dict()
@@ -220,7 +219,9 @@ def _locked_states(instance_ids: list[int], at: datetime) -> dict[int, InstanceS
     InstanceState.objects.bulk_create(
         [InstanceState(instance_id=i, since=at) for i in instance_ids], ignore_conflicts=True
     )
+    # The stored scrape is only ever replaced here, never read: it stays in the database.
     locked = InstanceState.objects.select_for_update().filter(instance_id__in=instance_ids)
+    locked = locked.defer("last_scrape")
     return {s.instance_id: s for s in locked.order_by("instance_id")}
 
 
@@ -256,18 +257,26 @@ def record_probes(
             judged = judging.classification(probe, state)
             _fill_run(run, probe, judged, kind)
             judging.advance(state, probe, run, judged)
+        requested = [r for r in recorded if r.pk is not None]  # made by request_probe
         ProbeRun.objects.bulk_create([r for r in recorded if r.pk is None])
         ProbeRun.objects.bulk_update(
-            [r for r in recorded if r.pk is not None],  # requested runs, made before
-            ["status", "finished_at", "verdict", "outcome", "result", "findings", "kind"],
+            requested, ["status", "finished_at", "verdict", "outcome", "result", "findings", "kind"]
         )
-        # One upsert for all states: bulk_update's CASE per field is slow.
-        InstanceState.objects.bulk_create(
-            list(states.values()),
-            update_conflicts=True,
-            unique_fields=["instance"],
-            update_fields=_STATE_FIELDS,
-        )
+        # Upserts, not bulk_update: its CASE per field is slow. States that got a new
+        # scrape write it; the others leave the stored one alone: it was never loaded, and
+        # the None put in its place only fills the INSERT half of an upsert that always
+        # updates (every row exists, made and locked above).
+        scraped = {p.target.instance_id for p in probes if p.scrape}
+        for instance_id, state in states.items():
+            if instance_id not in scraped:
+                state.last_scrape = None
+        for fields, chosen in (
+            ([*_STATE_FIELDS, "last_scrape"], [s for i, s in states.items() if i in scraped]),
+            (_STATE_FIELDS, [s for i, s in states.items() if i not in scraped]),
+        ):
+            InstanceState.objects.bulk_create(
+                chosen, update_conflicts=True, unique_fields=["instance"], update_fields=fields
+            )
         MetricSample.objects.bulk_create(samples, batch_size=2000)
     return recorded
 

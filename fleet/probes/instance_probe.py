@@ -16,6 +16,7 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from time import perf_counter
 from typing import Any
 
@@ -80,13 +81,14 @@ class InstanceProbe:
         """The outcome of the health request ("" when health was not measured)."""
         return self.readiness.outcome if self.measured(ProbeKind.HEALTH) and self.readiness else ""
 
+    @cached_property
     def kind_dicts(self) -> dict[str, dict[str, Any]]:
-        """The measured kinds' results as JSON, for the instance's state."""
+        """The measured kinds' results as JSON, for the instance's state (made once)."""
         return self.parts.to_kind_dicts(self.kinds)
 
     def to_dict(self, *, with_scrape: bool = True) -> dict[str, Any]:
         """The measured kinds' results; the parts of kinds not measured are None."""
-        fresh = self.kind_dicts()
+        fresh = self.kind_dicts
         health, stream = fresh.get("health", {}), fresh.get("stream", {})
         metrics, gpu = fresh.get("metrics", {}), fresh.get("gpu", {})
         scrape = metrics.get("scrape_result")

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
 import httpx
 
 from fleet.probes.fetch import FetchResult, fetch_bounded
+from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits
 
@@ -49,7 +50,7 @@ class PhaseResult:
         return self.total_s - self.ttfb_s
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"decode_gap_s": self.decode_gap_s}
+        return shallow_dict(self) | {"decode_gap_s": self.decode_gap_s}
 
 
 async def _resolve(host: str, port: int, timeout_s: float) -> tuple[float, BaseException | None]:

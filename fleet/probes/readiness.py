@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from fleet.probes.fetch import FetchResult, fetch_bounded
+from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
 
@@ -53,7 +54,11 @@ class ReadinessResult:
         return next((c for c in self.checks if c.path == path), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"model_mismatch": self.model_mismatch}
+        return shallow_dict(self) | {
+            "models": list(self.models),
+            "checks": [shallow_dict(c) for c in self.checks],
+            "model_mismatch": self.model_mismatch,
+        }
 
 
 def _check(path: str, fetch: FetchResult, outcome: Outcome | None = None, error: str = "") -> RouteCheck:

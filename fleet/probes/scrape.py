@@ -31,10 +31,11 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.parser import parse_labels, text_string_to_metric_families
 
 from fleet.probes import metric_names as names
 from fleet.probes.fetch import fetch_bounded
@@ -155,11 +156,34 @@ def _wanted_names() -> tuple[frozenset[str], frozenset[str]]:
 WANTED_SAMPLES, WANTED_FAMILIES = _wanted_names()
 
 
+# The labels the console reads: a histogram's bucket bound, and the reason a request ended.
+# Every other label (model_name, engine, ...) is summed or maxed away, so it is dropped
+# before the parser sees it: the parser reads labels a character at a time, and a
+# vLLM page repeats the same long model_name on every line.
+READ_LABELS = frozenset({"le", "finished_reason"})
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+@lru_cache(maxsize=4096)
+def _read_labels(block: str) -> str:
+    """A label block ("engine="0",le="0.1"") cut down to READ_LABELS, with prometheus_client's
+    own label parser (which raises ValueError on a malformed block). Pages of one model
+    repeat their blocks, so the answers are cached."""
+    labels = parse_labels(block)
+    kept = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()) if k in READ_LABELS)
+    return "{" + kept + "}" if kept else ""
+
+
 def relevant_lines(text: str) -> str:
-    """The exposition cut down to the families the console reads, before the (slow, pure
-    Python) parser sees it: a vLLM page is mostly http_*, process_* and histograms the
-    console does not chart. A line that is not Prometheus text at all still fails here,
-    so a garbage page stays garbage; kept lines are checked by prometheus_client's parser.
+    """The exposition cut down to the families and labels the console reads (and their
+    TYPE lines; HELP texts are not read), before the
+    (slow, pure Python) parser sees it: a vLLM page is mostly http_*, process_* and
+    histograms the console does not chart. A line that is not Prometheus text at all still
+    fails here, so a garbage page stays garbage; kept lines are checked by
+    prometheus_client's parser.
     """
     kept = []
     for line in text.splitlines():
@@ -167,14 +191,21 @@ def relevant_lines(text: str) -> str:
             continue
         if line.startswith("#"):
             parts = line.split(" ", 3)
-            if len(parts) >= 3 and parts[1] in ("HELP", "TYPE") and parts[2] in WANTED_FAMILIES:
+            if len(parts) >= 3 and parts[1] == "TYPE" and parts[2] in WANTED_FAMILIES:
                 kept.append(line)
             continue
         match = _NAME_RE.match(line)
-        if match is None or match.end() == len(line) or line[match.end()] not in "{ \t":
+        end = match.end() if match else 0
+        if match is None or end == len(line) or line[end] not in "{ \t":
             raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
-        if match.group() in WANTED_SAMPLES:
-            kept.append(line)
+        if match.group() not in WANTED_SAMPLES:
+            continue
+        if line[end] == "{":
+            close = line.rfind("}")  # a value or timestamp never holds a brace
+            if close < end:
+                raise ValueError(f"unclosed labels: {line[:80]!r}")
+            line = match.group() + _read_labels(line[end + 1 : close]) + line[close + 1 :]
+        kept.append(line)
     return "\n".join(kept) + "\n"
 
 

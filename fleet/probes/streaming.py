@@ -14,7 +14,7 @@ import asyncio
 import json
 import statistics
 from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
@@ -22,6 +22,7 @@ import httpx
 
 from fleet.probes.error_bodies import error_message, message_from_json
 from fleet.probes.fetch import deadline_message, httpx_timeout, iter_bounded, read_prefix
+from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import GarbageResponse, Outcome, describe_exception, outcome_for_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
 
@@ -63,7 +64,7 @@ class StreamResult:
     retry_after: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return shallow_dict(self)
 
 
 def _usage(data: dict[str, Any]) -> dict[str, Any]:

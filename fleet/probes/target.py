@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from fleet.probes.jsonable import shallow_dict
 
 Engine = Literal["vllm", "tgi", "ollama"]
 
@@ -32,7 +34,7 @@ class ProbeTarget:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = shallow_dict(self)
         data["api_key"] = "set" if self.api_key else None
         return data
 

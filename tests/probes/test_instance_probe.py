@@ -134,7 +134,7 @@ async def test_a_probe_of_one_kind_measures_that_kind_alone(http_client):
     assert probe.scrape.gauges["num_requests_running"] == 3.0
     stored = probe.to_dict()
     assert stored["kinds"] == ["metrics"] and stored["phases"] is None and stored["scrape"]["outcome"] == "ok"
-    assert set(probe.kind_dicts()) == {"metrics"}
+    assert set(probe.kind_dicts) == {"metrics"}
 
 
 async def test_a_probe_of_one_kind_is_judged_with_the_other_kinds_stored_results(http_client):

@@ -331,9 +331,34 @@ def test_lines_the_console_does_not_read_are_dropped_before_parsing():
         "# TYPE vllm:num_requests_running gauge\n"
         'vllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
     )
-    assert relevant_lines(text) == (
-        '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
+    assert relevant_lines(text) == "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3.0\n"
+
+
+def test_only_the_labels_the_console_reads_reach_the_parser():
+    from fleet.probes.scrape import relevant_lines
+
+    text = (
+        "# HELP vllm:request_success_total Count of successfully processed requests.\n"
+        "# TYPE vllm:request_success_total counter\n"
+        'vllm:request_success_total{model_name="a \\"quoted\\", {odd} name",finished_reason="stop"} 4.0\n'
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        'vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="m"} 2.0 1700000000000\n'
     )
+    assert relevant_lines(text) == (
+        "# TYPE vllm:request_success_total counter\n"
+        'vllm:request_success_total{finished_reason="stop"} 4.0\n'
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        'vllm:time_to_first_token_seconds_bucket{le="0.5"} 2.0 1700000000000\n'
+    )
+
+
+def test_a_malformed_label_block_makes_the_page_garbage():
+    from fleet.probes.scrape import relevant_lines
+
+    with pytest.raises(ValueError):
+        relevant_lines('vllm:num_requests_running{engine="0",model_name=m} 3.0\n')
+    with pytest.raises(ValueError, match="unclosed labels"):
+        relevant_lines('vllm:num_requests_running{engine="0" 3.0\n')
 
 
 def test_a_line_that_is_not_prometheus_text_still_makes_the_page_garbage():
