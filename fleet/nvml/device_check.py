@@ -11,6 +11,7 @@ import re
 import sys
 
 from fleet.nvml.base import GpuState, NvmlError, NvmlReading, ThrottleReason
+from fleet.nvml.kernel_xids import recent_xids
 from fleet.nvml.pynvml_backend import PynvmlBackend
 
 KNOWN_REASONS = frozenset(str(r) for r in ThrottleReason)
@@ -78,6 +79,11 @@ def main() -> int:
     problems = reading_problems(reading)
     for problem in problems:
         print(f"FAIL {problem}", file=sys.stderr)
+    xids = recent_xids()
+    print(
+        f"kernel log: {xids.unreadable or 'readable'}; XIDs of the last 15 min: {xids.by_gpu}",
+        file=sys.stderr,
+    )
     print(f"{len(reading.gpus)} GPU(s), {len(problems)} problem(s)", file=sys.stderr)
     return 1 if problems else 0
 

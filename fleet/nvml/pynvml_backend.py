@@ -5,7 +5,8 @@ reload between reads does no harm. Required fields (name, UUID, PCI bus id, memo
 fail the read when NVML refuses them; optional ones (temperature, power, clocks,
 throttle reasons, processes, ECC, NUMA node) fall back to 0 / empty / None when the GPU
 or driver does not support them. XID events need a long-lived NVML event set, which a
-snapshot read does not hold, so `xid_errors` stays empty here (see `dmesg | grep Xid`).
+snapshot read does not hold, so `xid_errors` comes from the driver's reports in the
+kernel log instead (fleet.nvml.kernel_xids: the last 15 minutes, matched by PCI address).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from fleet.nvml.base import GpuProcess, GpuState, NvmlError, NvmlReading, ThrottleReason
+from fleet.nvml.kernel_xids import KMSG, XidLog, recent_xids
 
 MiB = 1024 * 1024
 
@@ -133,7 +135,7 @@ class _Device:
             return int(node)
         return _sysfs_numa_node(pci_bus_id)
 
-    def state(self) -> GpuState:
+    def state(self, xids: XidLog) -> GpuState:
         nvml, handle = self.nvml, self.handle
         memory = nvml.nvmlDeviceGetMemoryInfo(handle)
         pci = _text(nvml.nvmlDeviceGetPciInfo(handle).busId)
@@ -157,13 +159,18 @@ class _Device:
             throttle_reasons=self.reasons(),
             processes=self.processes(),
             ecc_uncorrected_volatile=self.ecc(),
+            xid_errors=xids.for_bus_id(pci),
             numa_node=self.numa_node(pci),
         )
 
 
 class PynvmlBackend:
     """Reads this machine's GPUs through NVML. NvmlError when NVML (the driver, the
-    library or pynvml) is missing or a required call fails."""
+    library or pynvml) is missing or a required call fails. XIDs are those the kernel
+    log holds from the last `xid_window_s` seconds."""
+
+    def __init__(self, *, xid_window_s: float = 900.0, kmsg_path: str = KMSG) -> None:
+        self.xid_window_s, self.kmsg_path = xid_window_s, kmsg_path
 
     def read(self) -> NvmlReading:
         nvml = load_pynvml()
@@ -174,7 +181,7 @@ class PynvmlBackend:
                 f"NVML could not start ({exc}): is the NVIDIA driver installed and a GPU visible?"
             ) from None
         try:
-            return self._read(nvml)
+            return self._read(nvml, recent_xids(window_s=self.xid_window_s, path=self.kmsg_path))
         except nvml.NVMLError as exc:
             raise NvmlError(f"NVML read failed: {exc}") from None
         except (AttributeError, TypeError, ValueError) as exc:  # an NVML older than these calls
@@ -184,10 +191,10 @@ class PynvmlBackend:
                 nvml.nvmlShutdown()
 
     @staticmethod
-    def _read(nvml: ModuleType) -> NvmlReading:
+    def _read(nvml: ModuleType, xids: XidLog) -> NvmlReading:
         count = nvml.nvmlDeviceGetCount()
         return NvmlReading(
             driver_version=_text(nvml.nvmlSystemGetDriverVersion()),
             cuda_version=cuda_version_text(int(nvml.nvmlSystemGetCudaDriverVersion())),
-            gpus=tuple(_Device(nvml, i).state() for i in range(count)),
+            gpus=tuple(_Device(nvml, i).state(xids) for i in range(count)),
         )
