@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from fleet.models import (
@@ -214,6 +214,20 @@ class _Judging:
             state.last_scrape = probe.scrape.to_dict()
 
 
+def _insert_samples(samples: list[tuple[int, str, float]], at: datetime) -> None:
+    """Raw samples of one sweep, all stamped `at`, in one executemany: a sweep stores
+    thousands, and building a model instance for each costs more than the insert."""
+    if not samples:
+        return
+    ts = connection.ops.adapt_datetimefield_value(at)
+    table = connection.ops.quote_name(MetricSample._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} (instance_id, name, ts, value, resolution) VALUES (%s, %s, %s, %s, 0)",
+            [(instance_id, name, ts, value) for instance_id, name, value in samples],
+        )
+
+
 def _locked_states(instance_ids: list[int], at: datetime) -> dict[int, InstanceState]:
     """Every instance's state row, locked until the transaction ends (made if missing)."""
     InstanceState.objects.bulk_create(
@@ -247,7 +261,7 @@ def record_probes(
         run = (runs or {}).get(instance.pk) or ProbeRun(instance=instance, trigger=trigger, started_at=at)
         recorded.append(run)
         samples += [
-            MetricSample(instance=instance, name=name, ts=at, value=value)
+            (instance.pk, name, value)
             for name, value in samples_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
         ]
     with transaction.atomic():
@@ -277,7 +291,7 @@ def record_probes(
             InstanceState.objects.bulk_create(
                 chosen, update_conflicts=True, unique_fields=["instance"], update_fields=fields
             )
-        MetricSample.objects.bulk_create(samples, batch_size=2000)
+        _insert_samples(samples, at)
     return recorded
 
 
@@ -335,8 +349,17 @@ def run_cycle(*, kind: str = ProbeKind.HEALTH) -> ProbeCycle | None:
     return cycle
 
 
-def request_probe(*, instance: Instance, requested_by: str, trigger: str = Trigger.MANUAL) -> ProbeRun:
-    return ProbeRun.objects.create(instance=instance, trigger=trigger, requested_by=requested_by)
+def request_probe(
+    *,
+    instance: Instance,
+    requested_by: str,
+    trigger: str = Trigger.MANUAL,
+    kind: str = ProbeKindChoice.FULL,
+) -> ProbeRun:
+    """A pending run of every probe kind (kind "full") or of one; ValueError for an unknown kind."""
+    if kind != ProbeKindChoice.FULL:
+        parse_kinds([kind])
+    return ProbeRun.objects.create(instance=instance, trigger=trigger, requested_by=requested_by, kind=kind)
 
 
 def run_requested_probe(*, run_id: int) -> ProbeRun:
@@ -348,13 +371,15 @@ def run_requested_probe(*, run_id: int) -> ProbeRun:
     # A requested probe runs for a disabled instance too: someone asked for it.
     instance = _with_probe_relations(Instance.objects).get(pk=run.instance_id)
     try:
-        (probe,) = probe_instances(instances=[instance], settings=settings)
+        kinds = ALL_KINDS if run.kind == ProbeKindChoice.FULL else parse_kinds([run.kind])
+        (probe,) = probe_instances(instances=[instance], settings=settings, kinds=kinds)
         (run,) = record_probes(
             instances=[instance],
             probes=[probe],
             trigger=run.trigger,
             settings=settings,
             runs={instance.pk: run},
+            kind=run.kind,
         )
     except Exception as exc:  # the run row must end, whatever happened
         run.status, run.error, run.finished_at = (

@@ -65,6 +65,7 @@ class Histogram:
         )
 
 
+@lru_cache(maxsize=1024)
 def _le(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(bound)
 

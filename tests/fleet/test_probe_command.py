@@ -35,3 +35,22 @@ def test_a_refused_instance_is_reported_not_raised(quick_settings, capsys):
     call_command("probe", instance.name)
     out = capsys.readouterr().out
     assert "refused" in out.lower()
+
+
+def test_kind_probes_that_kind_alone_and_judges_with_the_stored_rest(simulator, quick_settings, capsys):
+    (instance,) = simulated_instances(1)
+    simulator()
+    call_command("probe", instance.name)  # every kind stored
+    capsys.readouterr()
+    call_command("probe", instance.name, "--kind", "metrics", "--json")
+    data = json.loads(capsys.readouterr().out)
+    assert data["result"]["kinds"] == ["metrics"] and data["result"]["phases"] is None
+    assert data["verdict"] == "up"
+    call_command("probe", instance.name, "--kind", "health")
+    assert "(measured: health; other kinds as stored)" in capsys.readouterr().out
+
+
+def test_an_unknown_kind_is_refused_before_anything_runs(quick_settings):
+    (instance,) = simulated_instances(1)
+    with pytest.raises(CommandError, match="invalid choice: 'latency'"):
+        call_command("probe", instance.name, "--kind", "latency")

@@ -40,6 +40,8 @@ def test_a_health_sweep_probes_every_enabled_instance_and_stores_what_it_found(s
     state = InstanceState.objects.get(instance=first)
     assert state.verdict == "up" and set(state.kinds) == {"health"}
     assert sample_names(first) == {"probe_connect_s", "probe_ttfb_s", "probe_total_s"}
+    ttfb = MetricSample.objects.get(instance=first, name="probe_ttfb_s")
+    assert (ttfb.ts, ttfb.resolution, ttfb.value) == (run.started_at, 0, run.result["phases"]["ttfb_s"])
     assert not InstanceState.objects.filter(instance=second).exists()
 
 
