@@ -18,6 +18,12 @@ from tests.probes.servers import app, closed_port_url, hang, serve
 pytestmark = pytest.mark.anyio
 
 
+async def probe_at(client, url: str, **options):
+    """probe_instance of the default target at url, fast limits, default thresholds."""
+    values = {"previous_scrape": None, "limits": FAST, "thresholds": Thresholds()} | options
+    return await probe_instance(client=client, target=make_target(url), **values)
+
+
 async def test_a_healthy_instance_is_probed_completely_and_is_up(http_client):
     async with serve(app(vllm_routes())) as url:
         probe = await probe_instance(
@@ -39,13 +45,7 @@ async def test_a_healthy_instance_is_probed_completely_and_is_up(http_client):
 
 async def test_the_next_probe_derives_rates_from_the_previous_scrape(http_client):
     async with serve(app(vllm_routes())) as url:
-        first = await probe_instance(
-            client=http_client,
-            target=make_target(url),
-            previous_scrape=None,
-            limits=FAST,
-            thresholds=Thresholds(),
-        )
+        first = await probe_at(http_client, url)
     later = VLLM_METRICS.replace("} 1000.0", "} 1500.0")
     async with serve(app(vllm_routes(metrics=later))) as url:
         second = await probe_instance(
@@ -75,14 +75,8 @@ async def test_a_slow_first_token_makes_the_instance_degraded(http_client):
 async def test_gpu_state_and_numa_are_read_when_the_host_has_a_backend(http_client):
     hot = reading(gpu(0, numa_node=0, temperature_c=90, throttle_reasons=("sw_thermal_slowdown",)))
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_instance(
-            client=http_client,
-            target=make_target(url),
-            previous_scrape=None,
-            limits=FAST,
-            thresholds=Thresholds(),
-            gpu_backend=FixedBackend(hot),
-            instance_gpus=[{"index": 0, "numa_node": 1}],
+        probe = await probe_at(
+            http_client, url, gpu_backend=FixedBackend(hot), instance_gpus=[{"index": 0, "numa_node": 1}]
         )
     codes = [f.code for f in probe.classification.findings]
     assert codes == ["gpu.thermal", "gpu.numa"]
@@ -91,28 +85,15 @@ async def test_gpu_state_and_numa_are_read_when_the_host_has_a_backend(http_clie
 
 async def test_an_nvml_failure_is_noted_without_changing_the_verdict(http_client):
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_instance(
-            client=http_client,
-            target=make_target(url),
-            previous_scrape=None,
-            limits=FAST,
-            thresholds=Thresholds(),
-            gpu_backend=FixedBackend(NvmlError("no driver")),
-        )
+        probe = await probe_at(http_client, url, gpu_backend=FixedBackend(NvmlError("no driver")))
     assert probe.classification.verdict == "up"
     assert probe.classification.findings[0].evidence == "NVML could not be read: no driver"
 
 
 async def test_the_light_health_check_generates_no_tokens_and_times_the_health_route(http_client):
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_instance(
-            client=http_client,
-            target=make_target(url),
-            previous_scrape=None,
-            limits=FAST,
-            thresholds=Thresholds(),
-            kinds={ProbeKind.HEALTH, ProbeKind.METRICS},
-            light_health=True,
+        probe = await probe_at(
+            http_client, url, kinds={ProbeKind.HEALTH, ProbeKind.METRICS}, light_health=True
         )
     assert probe.stream is None
     assert probe.phases.url.endswith("/health")
@@ -120,14 +101,8 @@ async def test_the_light_health_check_generates_no_tokens_and_times_the_health_r
 
 async def test_a_probe_of_one_kind_measures_that_kind_alone(http_client):
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_instance(
-            client=http_client,
-            target=make_target(url),
-            previous_scrape=None,
-            limits=FAST,
-            thresholds=Thresholds(),
-            kinds={ProbeKind.METRICS},
-            gpu_backend=FixedBackend(reading(gpu(0))),
+        probe = await probe_at(
+            http_client, url, kinds={ProbeKind.METRICS}, gpu_backend=FixedBackend(reading(gpu(0)))
         )
     assert probe.kinds == {ProbeKind.METRICS}
     assert probe.readiness is None and probe.phases is None and probe.stream is None and probe.gpus is None
@@ -143,15 +118,7 @@ async def test_a_probe_of_one_kind_is_judged_with_the_other_kinds_stored_results
     stored_health = ReadinessResult(outcome=Outcome.OK, healthy=True, models=("other",), model_found=False)
     context = ProbeParts(readiness=stored_health)
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_instance(
-            client=http_client,
-            target=make_target(url),
-            previous_scrape=None,
-            limits=FAST,
-            thresholds=Thresholds(),
-            kinds={ProbeKind.METRICS},
-            context=context,
-        )
+        probe = await probe_at(http_client, url, kinds={ProbeKind.METRICS}, context=context)
     assert [f.code for f in probe.classification.findings] == ["model.mismatch"]
     assert probe.readiness is stored_health and probe.outcome == ""
 
