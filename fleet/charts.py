@@ -64,7 +64,7 @@ def instance_panels(*, instance, since) -> list[dict]:
     panels = []
     for index, panel in enumerate(PANELS):
         traces = [
-            go.Scatter(x=series[n][0], y=series[n][1], name=label, mode="lines")
+            go.Scatter(x=series[n][0], y=series[n][1], name=label, mode="lines+markers", marker={"size": 4})
             for n, label in panel.series
             if n in series
         ]
