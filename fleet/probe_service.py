@@ -115,8 +115,9 @@ def stored_parts(
     return parts, frozenset(kept)
 
 
-def _states(instances: Iterable[Instance]) -> dict[int, InstanceState]:
-    return {s.instance_id: s for s in InstanceState.objects.filter(instance__in=list(instances))}
+def _previous_scrapes(instances: Iterable[Instance]) -> dict[int, Scrape]:
+    states = InstanceState.objects.filter(instance__in=list(instances)).only("instance_id", "last_scrape")
+    return {s.instance_id: scrape for s in states if (scrape := _stored_scrape(s))}
 
 
 def probe_instances(
@@ -126,14 +127,11 @@ def probe_instances(
     kinds: Iterable[ProbeKind] = ALL_KINDS,
     light_health: bool = False,
 ) -> list[InstanceProbe]:
-    """Probe the instances for `kinds` concurrently (bounded by settings.concurrency), each
-    judged with its stored results of the other kinds."""
-    kinds, now, windows = parse_kinds(kinds), timezone.now(), stale_after()
-    states = _states(instances)
-    previous = {}
-    if ProbeKind.METRICS in kinds:
-        previous = {i: scrape for i, s in states.items() if (scrape := _stored_scrape(s))}
-    contexts = {i: stored_parts(s, now=now, skip=kinds, windows=windows)[0] for i, s in states.items()}
+    """Probe the instances for `kinds` concurrently (bounded by settings.concurrency). Each
+    probe is judged on what it measured; record_probes judges it again with the stored
+    results of the other kinds, under the lock, where they are current."""
+    kinds = parse_kinds(kinds)
+    previous = _previous_scrapes(instances) if ProbeKind.METRICS in kinds else {}
     return asyncio.run(
         probe_many(
             targets=[target_for(i) for i in instances],
@@ -143,7 +141,6 @@ def probe_instances(
             concurrency=settings.concurrency,
             kinds=kinds,
             light_health=light_health,
-            contexts=contexts,
             gpu_backends={i.pk: _gpu_backend(i) for i in instances} if ProbeKind.GPU in kinds else {},
             instance_gpus={i.pk: _instance_gpus(i) for i in instances},
         )

@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from fleet.models.instances import Instance
+from fleet.probes.parts import ProbeKind
 
 
 class Verdict(models.TextChoices):
@@ -22,10 +23,10 @@ class ProbeKindChoice(models.TextChoices):
     """What a run measured: one probe kind on its own schedule, or all of them at once."""
 
     FULL = "full", "every kind"
-    HEALTH = "health", "health and latency phases"
-    STREAM = "stream", "streaming"
-    METRICS = "metrics", "engine metrics"
-    GPU = "gpu", "GPU state"
+    HEALTH = ProbeKind.HEALTH.value, "health and latency phases"
+    STREAM = ProbeKind.STREAM.value, "streaming"
+    METRICS = ProbeKind.METRICS.value, "engine metrics"
+    GPU = ProbeKind.GPU.value, "GPU state"
 
 
 class Trigger(models.TextChoices):

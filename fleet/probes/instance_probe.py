@@ -286,7 +286,6 @@ class _Sweep:
     light_health: bool
     semaphore: asyncio.Semaphore
     previous_scrapes: Mapping[int, Scrape] = field(default_factory=dict)
-    contexts: Mapping[int, ProbeParts] = field(default_factory=dict)
     gpu_backends: Mapping[int, NvmlBackend | None] = field(default_factory=dict)
     instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
@@ -305,7 +304,6 @@ class _Sweep:
             limits=self.limits,
             thresholds=self.thresholds,
             kinds=self.kinds,
-            context=self.contexts.get(target.instance_id),
             light_health=self.light_health,
             gpu_backend=self.gpu_backends.get(target.instance_id),
             instance_gpus=self.instance_gpus.get(target.instance_id, ()),
@@ -321,7 +319,6 @@ async def probe_many(
     concurrency: int = 100,
     kinds: Iterable[ProbeKind] = ALL_KINDS,
     light_health: bool = False,
-    contexts: Mapping[int, ProbeParts] | None = None,
     gpu_backends: Mapping[int, NvmlBackend | None] | None = None,
     instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
     client: httpx.AsyncClient | None = None,
@@ -337,7 +334,6 @@ async def probe_many(
         light_health=light_health,
         semaphore=asyncio.Semaphore(max(1, concurrency)),
         previous_scrapes=previous_scrapes,
-        contexts=contexts or {},
         gpu_backends=gpu_backends or {},
         instance_gpus=instance_gpus or {},
     )

@@ -1,5 +1,7 @@
 """XIDs for the real NVML backend come from the driver's reports in the kernel log."""
 
+import os
+
 import pytest
 
 from fleet.nvml.kernel_xids import kmsg_records, parse_xid, pci_key, recent_xids
@@ -69,6 +71,9 @@ def test_an_unreadable_log_finds_no_xid_and_says_why(tmp_path):
 
 
 def test_this_machine_s_own_kernel_log_is_read_to_its_end_without_waiting():
-    log = recent_xids()  # /dev/kmsg: readable as root, else unreadable; either way it returns
-    assert isinstance(log.by_gpu, dict)
-    assert log.unreadable == "" or "could not be read" in log.unreadable
+    log = recent_xids()  # returns at the end of the log instead of waiting for new records
+    if os.geteuid() == 0 and os.path.exists("/dev/kmsg"):
+        assert log.unreadable == ""  # root may read it
+    else:
+        assert "could not be read" in log.unreadable
+    assert log.by_gpu == {}  # no NVIDIA driver here, so no XID lines
