@@ -57,6 +57,7 @@ class Architecture:
     linear_state: LinearState | None = None
     num_experts: int = 0
     experts_per_token: int = 0
+    moe_intermediate_size: int = 0  # each expert's FFN width, where it differs from intermediate_size
     params_total: float | None = None  # parameters, as the model card counts them
     params_active: float | None = None
     weight_bytes: int | None = None  # exact, from model.safetensors.index.json
@@ -194,6 +195,7 @@ _NUMBERS = (
     "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
     "vocab_size", "intermediate_size", "max_position_embeddings", "sliding_window", "kv_lora_rank",
     "qk_rope_head_dim", "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+    "moe_intermediate_size",
 )  # fmt: skip
 
 
@@ -253,6 +255,7 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
         linear_state=linear,
         num_experts=experts,
         experts_per_token=per_token or 0,
+        moe_intermediate_size=_int(c, "moe_intermediate_size", required=False) or 0,
         params_total=params_total,
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         architectures=tuple(str(a) for a in architectures),
