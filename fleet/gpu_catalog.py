@@ -266,3 +266,23 @@ def get(key: str) -> GpuModel:
 
 def choices() -> list[tuple[str, str]]:
     return [(gpu.key, gpu.label) for gpu in CATALOGUE.values()]
+
+
+def find(name: str) -> GpuModel | None:
+    """A GPU model by key ("h100-80gb") or by name as people write it ("H100", "NVIDIA A100 80GB")."""
+    wanted = "".join(ch for ch in name.lower().replace("nvidia", "") if ch.isalnum())
+    if name in CATALOGUE:
+        return CATALOGUE[name]
+    exact = [g for g in CATALOGUE.values() if wanted in (_squash(g.key), _squash(g.name))]
+    if exact:
+        return exact[0]
+    prefixed = [
+        g
+        for g in CATALOGUE.values()
+        if _squash(g.key).startswith(wanted) or _squash(g.name).startswith(wanted)
+    ]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def _squash(text: str) -> str:
+    return "".join(ch for ch in text.lower().replace("nvidia", "") if ch.isalnum())

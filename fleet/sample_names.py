@@ -30,6 +30,11 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel("Preemptions", "per s", (("preemptions_per_s", "preemptions"),)),
     Panel(
+        "Prompt length",
+        "tokens",
+        (("prompt_length_p50", "p50"), ("prompt_length_p95", "p95"), ("prompt_length_p99", "p99")),
+    ),
+    Panel(
         "GPU memory and utilization",
         "%",
         (("gpu_memory_used_pct", "memory used"), ("gpu_sm_utilization_pct", "SM utilization")),

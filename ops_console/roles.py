@@ -71,3 +71,12 @@ class InventoryPermission(BasePermission):
     def has_permission(self, request, view) -> bool:
         needed = Role.VIEWER if request.method in SAFE_METHODS else Role.SRE
         return has_role(request.user, needed)
+
+
+class ToolPermission(BasePermission):
+    """API: the engineer's tools (sizing, configs, troubleshooting) need the engineer role."""
+
+    message = "The console's tools need the engineer role."
+
+    def has_permission(self, request, view) -> bool:
+        return has_role(request.user, Role.ENGINEER)

@@ -62,6 +62,14 @@ SCHEDULES: tuple[Schedule, ...] = (
         description="GPU state through NVML for instances whose host has GPU telemetry.",
     ),
     Schedule(
+        name="capacity check",
+        task="diagnostics.capacity_check",
+        every_seconds=300,
+        description="Sizes every enabled vLLM instance from its flags and GPUs, against the prompt "
+        "lengths and KV pressure the probes saw in the last hour; findings show on the instance "
+        "page and the fleet overview.",
+    ),
+    Schedule(
         name="prune metric samples",
         task="fleet.prune_samples",
         every_seconds=3600,

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from diagnostics import urls as diagnostics_urls
 from ops_console import views
 
 SECTIONS = [
@@ -33,8 +34,11 @@ SECTIONS = [
 ]
 
 
-def _section_patterns(app: str) -> tuple[list, str]:
-    patterns = [
+def _section_patterns(app: str, built: list | None = None) -> tuple[list, str]:
+    """Placeholder pages for the sections of `app` not built yet, after the built ones."""
+    built = built or []
+    taken = {pattern.name for pattern in built}
+    patterns = built + [
         path(
             f"{slug}/",
             views.section,
@@ -42,7 +46,7 @@ def _section_patterns(app: str) -> tuple[list, str]:
             name=url_name.split(":")[1],
         )
         for slug, url_name, title, summary in SECTIONS
-        if url_name.startswith(app + ":")
+        if url_name.startswith(app + ":") and url_name.split(":")[1] not in taken
     ]
     return patterns, app
 
@@ -57,6 +61,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include(_section_patterns("incidents"), namespace="incidents")),
-    path("", include(_section_patterns("diagnostics"), namespace="diagnostics")),
+    path(
+        "", include(_section_patterns("diagnostics", diagnostics_urls.urlpatterns), namespace="diagnostics")
+    ),
     path("admin/", admin.site.urls),
 ]

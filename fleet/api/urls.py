@@ -1,5 +1,7 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from diagnostics.api import SizingView
 from fleet.api import views
 
 router = DefaultRouter()
@@ -8,4 +10,7 @@ router.register("gpus", views.GpuViewSet, basename="api-gpu")
 router.register("instances", views.InstanceViewSet, basename="api-instance")
 router.register("gateways", views.GatewayViewSet, basename="api-gateway")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("sizing/", SizingView.as_view(), name="api-sizing"),
+    *router.urls,
+]

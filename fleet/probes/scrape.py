@@ -17,8 +17,10 @@ Derived keys:
   requests_<reason>_per_s         per finished_reason (stop, length, abort, error, repetition, ok)
   <hist>_p50_s, _p95_s, _p99_s    quantiles of the swept histograms (SWEPT_HISTOGRAMS: ttft, itl,
   <hist>_mean_s                   e2e, queue_time), and mean (Δsum / Δcount)
-  (metric_names also maps request_tpot, prefill/decode/inference time and the token-length
-  histograms, whose keys would carry no "_s"; sweeps skip them until something uses them)
+  prompt_length_p50, _p95, _p99   the prompt-length histogram's quantiles and mean, in tokens
+  prompt_length_mean              (the scheduled capacity check compares them with the KV cache)
+  (metric_names also maps request_tpot, prefill/decode/inference time and the generation-length
+  histogram; sweeps skip them until something uses them)
 A counter reset (a smaller value than before: a restart) counts the current value as
 the window's increase, as PromQL does. Without a previous scrape only gauges come back.
 """
@@ -137,7 +139,7 @@ _NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # The histograms a sweep reads: the ones the rules and the charts use. Each costs some 20
 # bucket lines of the slow parser per scrape; the others in metric_names are understood
 # but left out of the sweep until something uses them.
-SWEPT_HISTOGRAMS = frozenset({"ttft", "itl", "e2e", "queue_time"})
+SWEPT_HISTOGRAMS = frozenset({"ttft", "itl", "e2e", "queue_time", "prompt_length"})
 
 
 def _wanted_names() -> tuple[frozenset[str], frozenset[str]]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from itertools import groupby
 
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from diagnostics.models import CapacityFinding
 from fleet.models import Instance, Verdict
 from ops_console.htmx import wants_partial
 from ops_console.roles import Role, role_required
@@ -15,13 +17,23 @@ POLL_SECONDS = 10
 
 
 def _tiles(state: str) -> tuple[list, dict[str, int]]:
-    instances = list(Instance.objects.select_related("host", "state").order_by("host__name", "name"))
+    findings = CapacityFinding.objects.active().order_by("severity", "-last_seen")
+    instances = list(
+        Instance.objects.select_related("host", "state")
+        .prefetch_related(Prefetch("capacity_findings", queryset=findings, to_attr="open_capacity"))
+        .order_by("host__name", "name")
+    )
     counts = {v.value: 0 for v in Verdict}
     for instance in instances:
         counts[instance.verdict] += 1
     shown = [i for i in instances if not state or i.verdict == state]
     groups = [(host, list(items)) for host, items in groupby(shown, key=lambda i: i.host)]
     return groups, counts
+
+
+def _capacity(groups: list) -> list:
+    """(instance, finding) for the open critical and warning capacity findings shown."""
+    return [(i, f) for _, items in groups for i in items for f in i.open_capacity if f.severity != "info"]
 
 
 @role_required(Role.VIEWER)
@@ -32,6 +44,9 @@ def overview(request: HttpRequest) -> HttpResponse:
     groups, counts = _tiles(state)
     context = {
         "groups": groups,
+        "capacity": [
+            (i, f) for _, items in groups for i in items for f in i.open_capacity if f.severity != "info"
+        ],
         "counts": counts,
         "state": state,
         "verdicts": Verdict.choices,

@@ -1,4 +1,5 @@
-"""Idempotent set-up after migrate: the admin user and the periodic tasks.
+"""Idempotent set-up after migrate: the admin user, the shipped sizing catalogue and the
+periodic tasks.
 
 `make run` calls it every time; a second run changes nothing it does not have to.
 """
@@ -12,6 +13,8 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from diagnostics.catalogue_seed import seed_shipped
+from diagnostics.models import ModelSpec
 from ops_console.roles import Role
 from ops_console.schedules import sync_periodic_tasks
 
@@ -50,5 +53,7 @@ class Command(BaseCommand):
                 self.stdout.write("  (generated; shown only this once - set ADMIN_PASSWORD to choose one)")
         else:
             self.stdout.write(f"Admin user: {user.username}  (exists; password unchanged)")
+        added = seed_shipped(ModelSpec)
+        self.stdout.write(f"Sizing catalogue: {ModelSpec.objects.count()} models ({added} added)")
         tasks = sync_periodic_tasks()
         self.stdout.write(f"Periodic tasks registered: {', '.join(t.name for t in tasks)}")

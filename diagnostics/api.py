@@ -1,0 +1,60 @@
+"""The sizing calculator over the JSON API: the same inputs as the page's query string
+(GET) or a JSON object (POST), the same JSON as `manage.py size --json`."""
+
+from __future__ import annotations
+
+from django.http import QueryDict
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from diagnostics import sizing_service
+from diagnostics.forms import SizingForm
+from ops_console.roles import ToolPermission
+
+
+def _query(data: object) -> QueryDict | None:
+    if isinstance(data, QueryDict):
+        return data
+    if not isinstance(data, dict):
+        return None
+    query = QueryDict(mutable=True)
+    for key, value in data.items():
+        if value is not None:
+            query[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return query
+
+
+class SizingView(APIView):
+    permission_classes = [ToolPermission]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(name, OpenApiTypes.STR, required=name in ("model", "gpu"))
+            for name in SizingForm.base_fields
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        summary="Size a model on GPUs with vLLM flags",
+    )
+    def get(self, request: Request) -> Response:
+        return self._size(request.query_params)
+
+    @extend_schema(
+        request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT}
+    )
+    def post(self, request: Request) -> Response:
+        return self._size(request.data)
+
+    def _size(self, data: object) -> Response:
+        query = _query(data)
+        if query is None:
+            return Response({"errors": {"__all__": ["Send a JSON object of sizing inputs."]}}, status=400)
+        form = SizingForm(query)
+        if not form.is_valid():
+            return Response({"errors": form.errors}, status=400)
+        try:
+            return Response(sizing_service.run(form).to_dict())
+        except sizing_service.SizingInputError as exc:
+            return Response({"errors": {"__all__": [str(exc)]}}, status=400)

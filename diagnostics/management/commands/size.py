@@ -1,0 +1,151 @@
+"""`manage.py size --model NAME|--config FILE --gpu NAME --gpus N [...] [--json]`: the sizing
+page's answer in a terminal, from the same form and calculator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.http import QueryDict
+
+from diagnostics import sizing_service
+from diagnostics.forms import SizingForm
+from diagnostics.models import ModelSpec
+from diagnostics.sizing import catalog
+from diagnostics.sizing.architecture import ConfigError
+from fleet import gpu_catalog
+
+# CLI option -> form field; every one optional, blank meaning vLLM's default.
+OPTIONS = (
+    ("--tp", "tensor_parallel_size", int, "tensor parallel size (default: all GPUs)"),
+    ("--pp", "pipeline_parallel_size", int, "pipeline parallel size (default 1)"),
+    (
+        "--gpu-memory-utilization",
+        "gpu_memory_utilization",
+        float,
+        "fraction of each GPU (default: the version's)",
+    ),
+    ("--max-model-len", "max_model_len", int, "context length (default: the model's)"),
+    ("--max-num-seqs", "max_num_seqs", int, "concurrent sequences (default: vLLM's for the GPU)"),
+    ("--max-num-batched-tokens", "max_num_batched_tokens", int, "tokens per step (default: vLLM's)"),
+    ("--kv-cache-dtype", "kv_cache_dtype", str, "auto or fp8 (default auto)"),
+    ("--quantization", "quantization", str, "none, fp8, awq, gptq, ... (default: the checkpoint's)"),
+    ("--block-size", "block_size", int, "KV block size in tokens (default: vLLM's)"),
+    ("--avg-prompt-tokens", "avg_prompt_tokens", int, "expected average prompt (default 1500)"),
+    ("--avg-output-tokens", "avg_output_tokens", int, "expected average output (default 500)"),
+    ("--vllm-version", "vllm_version", str, "vLLM version, like 0.11.2 (default 0.21)"),
+    ("--other-used-gib", "other_used_gib", float, "GiB other processes hold on each GPU"),
+)
+
+
+class Command(BaseCommand):
+    help = "Size a model on GPUs with vLLM flags: weights, KV cache, concurrency, whether it starts."
+
+    def add_arguments(self, parser):
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument("--model", help="a catalogue model: key, Hugging Face id or alias")
+        which.add_argument("--config", help="a config.json file (not added to the catalogue)")
+        parser.add_argument(
+            "--index", help="with --config: model.safetensors.index.json for exact weight bytes"
+        )
+        parser.add_argument("--params-billions", type=float, help="with --config: the parameter count")
+        parser.add_argument("--gpu", required=True, help='GPU model, like h100-80gb, "A100 80GB" or L40S')
+        parser.add_argument("--gpus", type=int, default=1, help="GPUs (default 1)")
+        for flag, dest, kind, text in OPTIONS:
+            parser.add_argument(flag, dest=dest, type=kind, help=text)
+        parser.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
+        parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        extra = _config_model(options) if options["config"] else None
+        query = QueryDict(mutable=True)
+        query["model"] = extra.key if extra else _model_key(options["model"])
+        query["gpu"] = _gpu_key(options["gpu"])
+        query["gpus"] = str(options["gpus"])
+        for _, dest, _, _ in OPTIONS:
+            if options.get(dest) is not None:
+                query[dest] = str(options[dest])
+        if options["enforce_eager"]:
+            query["enforce_eager"] = "on"
+        form = SizingForm(query, extra=extra)
+        if not form.is_valid():
+            problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+            raise CommandError(problems)
+        try:
+            result = sizing_service.run(form)
+        except sizing_service.SizingInputError as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(result.to_dict(), indent=2))
+        else:
+            self.stdout.write(_text(result.to_dict()))
+
+
+def _model_key(name: str) -> str:
+    entry = catalog.find(name, ModelSpec.objects.all().entries())
+    if entry is None:
+        known = ", ".join(ModelSpec.objects.values_list("key", flat=True)[:30])
+        raise CommandError(
+            f"no model {name!r} in the sizing catalogue (known: {known}); or use --config FILE"
+        )
+    return entry.key
+
+
+def _gpu_key(name: str) -> str:
+    gpu = gpu_catalog.find(name)
+    if gpu is None:
+        raise CommandError(f"unknown GPU {name!r}; known: {', '.join(gpu_catalog.CATALOGUE)}")
+    return gpu.key
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _config_model(options: dict[str, Any]) -> ModelSpec:
+    params = options.get("params_billions")
+    try:
+        entry = catalog.entry_from_upload(
+            config_text=_read(options["config"]),
+            index_text=_read(options["index"]) if options.get("index") else None,
+            params_total=params * 1e9 if params else None,
+        )
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    return ModelSpec.from_entry(entry, source=ModelSpec.Source.UPLOADED)
+
+
+def _text(result: dict[str, Any]) -> str:
+    flags = result["flags"]
+    lines = [
+        f"{result['model']} on {result['gpus']} x {result['gpu']}, vLLM {result['vllm_version']}: "
+        + ("starts" if result["fits"] else "WILL NOT START"),
+        "  " + "  ".join(f"{k}={v}" for k, v in flags.items() if v not in (None, "")),
+        "",
+    ]
+    width = max(len(f["label"]) for f in result["figures"])
+    for f in result["figures"]:
+        value = f"{f['value']:,.2f}" if f["unit"] in ("GiB", "x") else f"{f['value']:,.0f}"
+        lines.append(f"  {f['label']:<{width}}  {value:>12} {f['unit']:<8} {f['formula']}")
+    if result["error"]:
+        lines += ["", "vLLM would stop with:", f"  {result['error']}", "Change one of:"]
+        lines += [f"  {fix}" for fix in result["fixes"]]
+    lines += ["", "Recommended flags:"]
+    for row in result["recommendations"]["scenarios"]:
+        seqs = row["max_num_seqs"] or "-"
+        lines.append(
+            f"  {row['label']:<20} --max-num-batched-tokens {row['max_num_batched_tokens']:<6} "
+            f"--max-num-seqs {seqs:<5} ({row['concurrency_at_context']} at once)"
+        )
+    host = result["recommendations"]["host"]
+    lines += [
+        f"  host RAM {host['host_ram_gib']} GiB, container request {host['container_request_gib']} GiB, "
+        f"limit {host['container_limit_gib']} GiB, /dev/shm {host['shm_gib']} GiB",
+    ]
+    lines += [f"note: {note}" for note in result["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,132 @@
+"""Sizing at Django's edge: from the form (page, API, CLI) or an inventory instance to the
+calculator, and its chart."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from diagnostics.models import ModelSpec
+from diagnostics.sizing import calculator, catalog, kv_cache
+from diagnostics.sizing.catalog import CatalogEntry
+from fleet.models import Instance
+
+CHART_UTILIZATIONS = (0.8, 0.85, 0.9, 0.95)
+CHART_KV_DTYPES = (("auto", "solid"), ("fp8", "dash"))
+
+
+class SizingInputError(ValueError):
+    """The inputs name no launch vLLM could make; the message says which input."""
+
+
+def run(form: Any) -> calculator.Sizing:
+    """The sizing for a valid SizingForm; SizingInputError for inputs no launch could have."""
+    try:
+        return calculator.size(form.spec())
+    except (calculator.SpecError, ValueError) as exc:
+        raise SizingInputError(str(exc)) from None
+
+
+def params_for_instance(instance: Instance) -> tuple[dict[str, Any], list[str]]:
+    """Query parameters that size an inventory instance as it is launched, and what could
+    not be taken from it."""
+    missing: list[str] = []
+    params: dict[str, Any] = {
+        "gpus": instance.tensor_parallel_size * instance.pipeline_parallel_size,
+        "tensor_parallel_size": instance.tensor_parallel_size,
+        "pipeline_parallel_size": instance.pipeline_parallel_size,
+        "gpu_memory_utilization": instance.gpu_memory_utilization,
+        "kv_cache_dtype": instance.kv_cache_dtype if instance.kv_cache_dtype.startswith("fp8") else "auto",
+    }
+    for flag in ("max_model_len", "max_num_seqs", "max_num_batched_tokens"):
+        if getattr(instance, flag):
+            params[flag] = getattr(instance, flag)
+    if instance.quantization:
+        params["quantization"] = instance.quantization
+    if instance.engine_version:
+        params["vllm_version"] = _version_choice(instance.engine_version)
+    entry = catalog.find(instance.served_model_name, ModelSpec.objects.all().entries())
+    if entry:
+        params["model"] = entry.key
+    else:
+        missing.append(f"the served model {instance.served_model_name!r} is not in the sizing catalogue")
+    gpu = instance.gpus.order_by("index").first()
+    if gpu:
+        params["gpu"] = gpu.model
+    else:
+        missing.append("the instance has no GPUs in the inventory")
+    return params, missing
+
+
+def _version_choice(version: str) -> str:
+    """The sizing page's version choice that covers an engine version like 0.11.2; older
+    releases (V0) are sized as the oldest modelled one, newer as the newest."""
+    import re
+
+    from diagnostics.sizing.versions import NEWEST, OLDEST, VERSION_CHOICES
+
+    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
+    if not match:
+        return ""
+    wanted = min(max((int(match[1]), int(match[2])), OLDEST), NEWEST)
+    chosen = ""
+    for value, _ in VERSION_CHOICES:
+        if tuple(int(p) for p in value.split(".")) <= wanted:
+            chosen = value
+    return chosen
+
+
+def save_upload(entry: CatalogEntry) -> ModelSpec:
+    """Add an uploaded model to the catalogue under a key of its own."""
+    key, n = entry.key, 2
+    while ModelSpec.objects.filter(key=key).exists():
+        key, n = f"{entry.key[:58]}-{n}", n + 1
+    spec = ModelSpec.from_entry(replace(entry, key=key), source=ModelSpec.Source.UPLOADED)
+    spec.save()
+    return spec
+
+
+def concurrency_chart(sizing: calculator.Sizing) -> dict:
+    """Max concurrency against context length for several gpu_memory_utilization values and
+    both KV dtypes, each from the calculator with only that input changed."""
+    spec = sizing.spec
+    top = max(sizing.resolved.max_model_len, 1024)
+    contexts = [c for c in (512 * 2**i for i in range(14)) if c <= top]
+    if contexts[-1] != top:
+        contexts.append(top)
+    figure = go.Figure()
+    for kv_dtype, dash in CHART_KV_DTYPES:
+        for util in CHART_UTILIZATIONS:
+            variant = calculator.compute(replace(spec, gpu_memory_utilization=util, kv_cache_dtype=kv_dtype))
+            blocks = variant.capacity.num_blocks
+            figure.add_trace(
+                go.Scatter(
+                    x=contexts,
+                    y=[round(kv_cache.concurrency_at(variant.kv, blocks, c), 2) for c in contexts],
+                    mode="lines",
+                    line={"dash": dash},
+                    name=f"{util:g} · KV {kv_dtype}",
+                )
+            )
+    figure.add_trace(
+        go.Scatter(
+            x=[sizing.average_context, sizing.resolved.max_model_len],
+            y=[round(sizing.concurrency_at_average, 2), round(sizing.capacity.max_concurrency, 2)],
+            mode="markers",
+            marker={"size": 11, "symbol": "diamond"},
+            name="these flags",
+        )
+    )
+    figure.update_layout(
+        height=360,
+        margin={"l": 60, "r": 10, "t": 10, "b": 50},
+        xaxis={"type": "log", "title": "tokens per request (context)"},
+        yaxis={"type": "log", "title": "requests at once"},
+        legend={"orientation": "h", "y": -0.25},
+        hovermode="x unified",
+    )
+    return json.loads(pio.to_json(figure))
