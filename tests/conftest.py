@@ -79,7 +79,8 @@ PASSWORD = "correct-horse-battery-staple"
 def _user(username: str, role: Role | None) -> User:
     user = User.objects.create_user(username=username, password=PASSWORD)
     if role is not None:
-        user.groups.add(Group.objects.get(name=role.group_name))
+        # get_or_create: a transactional test flushes the groups migrate created
+        user.groups.add(Group.objects.get_or_create(name=role.group_name)[0])
     return user
 
 
