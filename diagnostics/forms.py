@@ -33,6 +33,7 @@ KV_DTYPE_CHOICES = [
     ("fp8_e4m3", "fp8_e4m3"),
     ("fp8_e5m2", "fp8_e5m2"),
 ]
+DTYPE_CHOICES = [("auto", "auto"), ("bfloat16", "bfloat16"), ("float16", "float16"), ("float32", "float32")]
 BLOCK_CHOICES = [("", "engine default"), ("16", "16"), ("32", "32"), ("64", "64"), ("128", "128")]
 
 
@@ -60,6 +61,7 @@ class SizingForm(forms.Form):
     )
     max_num_seqs = _int("--max-num-seqs", maximum=65536, help_text="Blank: vLLM's default for the GPU.")
     max_num_batched_tokens = _int("--max-num-batched-tokens", minimum=16, help_text="Blank: vLLM's default.")
+    dtype = forms.ChoiceField(label="--dtype", choices=DTYPE_CHOICES, initial="auto", required=False)
     quantization = forms.ChoiceField(label="--quantization", choices=QUANTIZATION_CHOICES, required=False)
     kv_cache_dtype = forms.ChoiceField(
         label="--kv-cache-dtype", choices=KV_DTYPE_CHOICES, initial="auto", required=False
@@ -109,6 +111,7 @@ class SizingForm(forms.Form):
             max_model_len=data.get("max_model_len"),
             max_num_seqs=data.get("max_num_seqs"),
             max_num_batched_tokens=data.get("max_num_batched_tokens"),
+            dtype=data.get("dtype") or "auto",
             quantization="" if quantization == "none" else quantization,
             kv_cache_dtype=data.get("kv_cache_dtype") or "auto",
             block_size=data.get("block_size"),

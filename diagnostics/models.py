@@ -77,19 +77,9 @@ class ModelSpec(models.Model):
 
     @classmethod
     def from_entry(cls, entry: CatalogEntry, *, source: str) -> ModelSpec:
-        return cls(
-            key=entry.key,
-            name=entry.name,
-            hf_id=entry.hf_id,
-            aliases=list(entry.aliases),
-            family=entry.family,
-            params_total=entry.params_total,
-            params_active=entry.params_active,
-            weight_bytes=entry.weight_bytes,
-            config=entry.config,
-            sources=list(entry.sources),
-            source=source,
-        )
+        from diagnostics.catalogue_seed import model_fields
+
+        return cls(**model_fields(entry), source=source)
 
 
 class InstanceSizing(models.Model):

@@ -47,6 +47,8 @@ def params_for_instance(instance: Instance) -> tuple[dict[str, Any], list[str]]:
             params[flag] = getattr(instance, flag)
     if instance.quantization:
         params["quantization"] = instance.quantization
+    if instance.dtype != "auto":
+        params["dtype"] = instance.dtype
     if instance.engine_version:
         params["vllm_version"] = _version_choice(instance.engine_version)
     entry = catalog.find(instance.served_model_name, ModelSpec.objects.all().entries())

@@ -103,6 +103,7 @@ class Sizing:
                 "kv_cache_dtype": self.spec.kv_cache_dtype,
                 "block_size": self.kv.block_size,
                 "quantization": r.quantization,
+                "dtype": r.dtype,
             },
             "weights_gib_per_gpu": round(gib(self.weights_bytes_per_gpu), 3),
             "kv_bytes_per_token": round(self.kv.bytes_per_token),
@@ -176,6 +177,7 @@ def compute(spec: SizingSpec) -> Sizing:
         kv_cache_dtype=spec.kv_cache_dtype,
         block_size=spec.block_size,
         max_num_batched_tokens=resolved.max_num_batched_tokens,
+        model_dtype=resolved.dtype,
     )
     notes.extend(kv.notes)
 
@@ -256,7 +258,11 @@ def resolve(spec: SizingSpec) -> Resolved:
         memory.bytes_per_param(quant, spec.dtype)
     except ValueError as exc:
         raise SpecError(str(exc)) from None
-    dtype = spec.arch.dtype if spec.dtype in ("", "auto") else spec.dtype
+    dtype = spec.dtype
+    if dtype in ("", "auto"):  # vLLM runs float32 checkpoints in 16 bits unless told otherwise
+        dtype = "bfloat16" if spec.arch.dtype == "float32" else spec.arch.dtype
+    if dtype not in ("bfloat16", "float16", "float32"):
+        raise SpecError(f"dtype must be auto, bfloat16, float16 or float32, not {spec.dtype!r}")
     block = spec.block_size
     if block is not None and (block < 1 or block % 16 and block not in (1, 8)):
         raise SpecError(f"block_size must be 1, 8 or a multiple of 16, not {block}")

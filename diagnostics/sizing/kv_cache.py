@@ -24,12 +24,12 @@ def cdiv(a: int, b: int) -> int:
 
 
 def kv_dtype_bytes(kv_cache_dtype: str, model_dtype: str) -> int:
-    """Bytes per KV element: fp8 variants store one byte; "auto" follows the model's dtype."""
+    """Bytes per KV element: fp8 variants store one byte; "auto" follows the dtype the model
+    runs in (--dtype, resolved)."""
     if kv_cache_dtype.startswith("fp8"):
         return 1
     if kv_cache_dtype in ("auto", ""):
-        # vLLM serves float32 checkpoints in 16 bits unless --dtype float32 is given.
-        return 2 if model_dtype == "float32" else _DTYPE_BYTES.get(model_dtype, 2)
+        return _DTYPE_BYTES.get(model_dtype, 2)
     return _DTYPE_BYTES.get(kv_cache_dtype, 2)
 
 
@@ -101,10 +101,13 @@ def layout(
     kv_cache_dtype: str = "auto",
     block_size: int | None = None,
     max_num_batched_tokens: int,
+    model_dtype: str | None = None,
     disable_hybrid: bool = False,
 ) -> KvLayout:
-    """The KV layout on one rank of the first pipeline stage (the stage with the most layers)."""
-    dtype_bytes = kv_dtype_bytes(kv_cache_dtype, arch.dtype)
+    """The KV layout on one rank of the first pipeline stage (the stage with the most layers).
+    model_dtype: the dtype the model runs in; None: the checkpoint's (16-bit for float32)."""
+    model_dtype = model_dtype or ("bfloat16" if arch.dtype == "float32" else arch.dtype)
+    dtype_bytes = kv_dtype_bytes(kv_cache_dtype, model_dtype)
     notes: list[str] = []
     kinds: dict[LayerKind, int] = {}
     per_stage = _layers_on_first_stage(arch, pipeline_parallel_size)
@@ -132,7 +135,7 @@ def layout(
     if LayerKind.LINEAR in kinds and arch.linear_state:
         state = arch.linear_state
         # Conv and recurrent state both split across ranks; stored in the model dtype.
-        model_bytes = 2 if arch.dtype == "float32" else _DTYPE_BYTES.get(arch.dtype, 2)
+        model_bytes = _DTYPE_BYTES.get(model_dtype, 2)
         linear_bytes = (
             state.conv_elements // tensor_parallel_size + state.recurrent_elements // tensor_parallel_size
         ) * model_bytes

@@ -69,10 +69,8 @@ class Measured:
 def weights_total(arch: Architecture, *, quantization: str, dtype: str) -> tuple[float, str]:
     """All weight bytes and how they were found."""
     if arch.weight_bytes:
-        scale = 1.0
-        if quantization != arch.quantization:
-            # An exact checkpoint size, quantized (or cast) on the fly when loading.
-            scale = bytes_per_param(quantization, dtype) / bytes_per_param(arch.quantization, arch.dtype)
+        # An exact checkpoint size, quantized or cast on the fly when loading.
+        scale = bytes_per_param(quantization, dtype) / bytes_per_param(arch.quantization, arch.dtype)
         how = "safetensors total_size"
         if scale != 1:
             how += f" x {scale:g} ({quantization or dtype} on load)"

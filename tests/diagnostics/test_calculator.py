@@ -190,3 +190,13 @@ def test_fp8_kv_cache_doubles_capacity_up_to_block_rounding(key):
         assert fp8.capacity.num_blocks > bf16.capacity.num_blocks
     else:
         assert fp8.capacity.num_blocks == pytest.approx(2 * bf16.capacity.num_blocks, abs=2)
+
+
+def test_dtype_float32_doubles_the_weights_and_the_kv_page_and_fp8_quantization_halves_the_weights():
+    base = compute(spec(max_model_len=8192))
+    wide = compute(spec(max_model_len=8192, dtype="float32"))
+    assert wide.weights_bytes_per_gpu == pytest.approx(2 * base.weights_bytes_per_gpu)
+    assert wide.kv.page_bytes == 2 * base.kv.page_bytes
+    narrow = compute(spec(max_model_len=8192, quantization="fp8"))
+    assert narrow.weights_bytes_per_gpu == pytest.approx(base.weights_bytes_per_gpu / 2)
+    assert "x 0.5 (fp8 on load)" in narrow.figure("weights").formula

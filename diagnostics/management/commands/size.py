@@ -31,6 +31,7 @@ OPTIONS = (
     ("--max-num-seqs", "max_num_seqs", int, "concurrent sequences (default: vLLM's for the GPU)"),
     ("--max-num-batched-tokens", "max_num_batched_tokens", int, "tokens per step (default: vLLM's)"),
     ("--kv-cache-dtype", "kv_cache_dtype", str, "auto or fp8 (default auto)"),
+    ("--dtype", "dtype", str, "auto, bfloat16, float16 or float32 (default auto)"),
     ("--quantization", "quantization", str, "none, fp8, awq, gptq, ... (default: the checkpoint's)"),
     ("--block-size", "block_size", int, "KV block size in tokens (default: vLLM's)"),
     ("--avg-prompt-tokens", "avg_prompt_tokens", int, "expected average prompt (default 1500)"),
