@@ -1,0 +1,93 @@
+"""A Kubernetes Deployment and Service for a vLLM launch: GPUs and memory from the sizing,
+probes on /health that allow for minutes of loading, /dev/shm as a memory volume."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from diagnostics.configgen import launch, vllm_serve
+from diagnostics.configgen.base import ConfigFile, Generator
+
+PROBE_PERIOD_S = 10
+
+
+def manifests(spec: launch.LaunchSpec) -> list[dict[str, Any]]:
+    labels = {"app.kubernetes.io/name": spec.name, "app.kubernetes.io/component": "vllm"}
+    args, _ = launch.serve_args(spec)
+    health = {"httpGet": {"path": "/health", "port": "http"}}
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": spec.image,
+        "args": ["--model", spec.model, *args],
+        "ports": [{"name": "http", "containerPort": spec.port}],
+        "env": [{"name": "HF_HOME", "value": "/models"}],
+        "resources": {
+            "requests": {"memory": f"{spec.memory_request_gib}Gi", "nvidia.com/gpu": spec.gpu_count},
+            "limits": {"memory": f"{spec.memory_limit_gib}Gi", "nvidia.com/gpu": spec.gpu_count},
+        },
+        # vLLM binds its port only after loading and profiling: allow that long before liveness counts.
+        "startupProbe": {**health, "periodSeconds": PROBE_PERIOD_S,
+                         "failureThreshold": spec.startup_minutes * 60 // PROBE_PERIOD_S},
+        "readinessProbe": {**health, "periodSeconds": PROBE_PERIOD_S, "failureThreshold": 3, "timeoutSeconds": 5},
+        "livenessProbe": {**health, "periodSeconds": 15, "failureThreshold": 4, "timeoutSeconds": 5},
+        "volumeMounts": [{"name": "models", "mountPath": "/models"}],
+    }  # fmt: skip
+    volumes: list[dict[str, Any]] = [
+        {"name": "models", "persistentVolumeClaim": {"claimName": spec.model_pvc}}
+    ]
+    if spec.gpu_count > 1:
+        container["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append(
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{spec.shm_size_gib}Gi"}}
+        )
+    if spec.api_key_secret:
+        container["env"].append(
+            {
+                "name": "VLLM_API_KEY",
+                "valueFrom": {"secretKeyRef": {"name": spec.api_key_secret, "key": "api-key"}},
+            }
+        )
+    meta = {"name": spec.name, "namespace": spec.namespace, "labels": labels}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "replicas": spec.replicas,
+            "strategy": {"type": "Recreate"},  # a rolling update would need twice the GPUs
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"terminationGracePeriodSeconds": 60, "containers": [container], "volumes": volumes},
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta,
+        "spec": {"selector": labels, "ports": [{"name": "http", "port": spec.port, "targetPort": "http"}]},
+    }
+    return [deployment, service]
+
+
+def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
+    _, notes = launch.serve_args(spec)
+    header = "".join(f"# {note}\n" for note in notes)
+    text = yaml.safe_dump_all(manifests(spec), sort_keys=False, default_flow_style=False)
+    return [ConfigFile(f"{spec.name}-k8s.yaml", header + text, "yaml")]
+
+
+GENERATOR = Generator(
+    key="k8s",
+    label="Kubernetes Deployment and Service",
+    description="GPUs and memory from the sizing, /health probes that allow for loading, /dev/shm for multi-GPU.",
+    fields=launch.LAUNCH_FIELDS,
+    build=launch.build,
+    render=render,
+    checks=vllm_serve.checks,
+    presets=launch.PRESETS,
+    preset_labels=launch.PRESET_LABELS,
+)

@@ -1,0 +1,323 @@
+"""One vLLM launch, described once and rendered four ways (a `vllm serve` command, `docker
+run`, a Kubernetes Deployment and Service, a systemd unit with a watchdog): the fields, the
+guide's presets, the validated spec and the argument list for its vLLM version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from diagnostics.configgen import safety, vllm_flags
+from diagnostics.configgen.base import Check, Field, flag
+
+V = vllm_flags.SUPPORTED_VERSIONS
+_ON_OFF = (("on", "on"), ("off", "off"))
+
+LAUNCH_FIELDS: tuple[Field, ...] = (
+    Field("model", "Model", "Qwen/Qwen3-8B", "Hugging Face id or a local path.", group="Model"),
+    Field("served_model_name", "--served-model-name", "", "Blank: the model id.", group="Model"),
+    Field("vllm_version", "vLLM version", vllm_flags.DEFAULT_VERSION, kind="choice",
+          choices=tuple((v, v) for v in V), group="Model",
+          help="Only flags this version accepts are written."),
+    Field("dtype", "--dtype", "auto", kind="choice",
+          choices=(("auto", "auto"), ("bfloat16", "bfloat16"), ("float16", "float16")), group="Model"),
+    Field("quantization", "--quantization", "", kind="choice",
+          choices=(("", "none / the checkpoint's"), ("fp8", "fp8"), ("awq", "awq"), ("gptq", "gptq"),
+                   ("bitsandbytes", "bitsandbytes")), group="Model"),
+    Field("trust_remote_code", "--trust-remote-code", "off", kind="bool", group="Model"),
+    Field("tensor_parallel_size", "--tensor-parallel-size", "1", kind="int", group="GPUs"),
+    Field("pipeline_parallel_size", "--pipeline-parallel-size", "1", kind="int", group="GPUs"),
+    Field("gpu_devices", "GPU devices", "0", "GPU indexes, like 0,1 (docker --gpus, CUDA_VISIBLE_DEVICES).",
+          group="GPUs"),
+    Field("gpu_memory_utilization", "--gpu-memory-utilization", "0.9", kind="float", group="Memory"),
+    Field("max_model_len", "--max-model-len", "32768", kind="int", help="Blank: the model's.", group="Memory"),
+    Field("kv_cache_dtype", "--kv-cache-dtype", "auto", kind="choice",
+          choices=(("auto", "auto"), ("fp8", "fp8")), group="Memory"),
+    Field("max_num_seqs", "--max-num-seqs", "", kind="int", help="Blank: vLLM's default.", group="Scheduling"),
+    Field("max_num_batched_tokens", "--max-num-batched-tokens", "", kind="int", group="Scheduling"),
+    Field("enable_chunked_prefill", "chunked prefill", "on", kind="bool", group="Scheduling",
+          help="On by default from 0.8 (V1); written only where it is not the default."),
+    Field("enable_prefix_caching", "prefix caching", "on", kind="bool", group="Scheduling",
+          help="On by default from 0.8 (V1)."),
+    Field("enforce_eager", "--enforce-eager", "off", kind="bool", group="Scheduling"),
+    Field("host", "--host", "0.0.0.0", group="Server"),
+    Field("port", "--port", "8000", kind="int", group="Server"),
+    Field("api_key_env", "API key variable", "VLLM_API_KEY",
+          "vLLM reads VLLM_API_KEY itself; the key is never written into a file.", group="Server"),
+    Field("log_requests", "log each request", "off", kind="bool", group="Server"),
+    Field("longest_generation_s", "Longest generation (s)", "120",
+          "The engine-side budget of the timeout chain (max_tokens / tokens per second); "
+          "the gateway and client timeouts must exceed it.", kind="float", group="Server"),
+    Field("name", "Name", "vllm", "Container, Kubernetes and systemd name (a-z, 0-9, -).", group="Deployment"),
+    Field("image", "Image", "", "Blank: vllm/vllm-openai for the version.", group="Deployment"),
+    Field("model_cache", "Model cache path", "/models", "Host path (docker, systemd) with the weights.",
+          group="Deployment"),
+    Field("memory_limit_gib", "Memory limit (GiB)", "72", kind="int",
+          help="Container limit: the load peak + 20 % (sizing).", group="Deployment"),
+    Field("memory_request_gib", "Memory request (GiB)", "32", kind="int", group="Deployment"),
+    Field("shm_size_gib", "/dev/shm (GiB)", "8", kind="int", help="8 GiB for multi-GPU (guide 2.5.3).",
+          group="Deployment"),
+    Field("namespace", "Kubernetes namespace", "llm", group="Kubernetes"),
+    Field("replicas", "Replicas", "1", kind="int", group="Kubernetes"),
+    Field("model_pvc", "Model cache PVC", "model-cache", group="Kubernetes"),
+    Field("api_key_secret", "API key Secret", "", "Blank: no key. The Secret's key is api-key.",
+          group="Kubernetes"),
+    Field("startup_minutes", "Start-up allowance (min)", "15",
+          "Loading and profiling take minutes; the startup probe allows this long.", kind="int",
+          group="Kubernetes"),
+    Field("service_user", "systemd user", "vllm", group="systemd"),
+    Field("venv", "Python venv", "/opt/vllm/venv", group="systemd"),
+    Field("health_interval_s", "Health check every (s)", "15", kind="int", group="Watchdog"),
+    Field("failures_before_restart", "Failures before restart", "3", kind="int", group="Watchdog"),
+    Field("restart_cooldown_s", "Cooldown after a restart (s)", "300", kind="int", group="Watchdog",
+          help="Loading takes minutes: no second restart before this."),
+    Field("restart_budget_per_hour", "Restarts per hour at most", "3", kind="int", group="Watchdog"),
+    Field("alert_webhook", "Alert webhook URL", "", "Blank: no alerts. Gets a JSON POST.", group="Watchdog"),
+)  # fmt: skip
+
+# The guide's profiles (3.2) and the model combinations of its appendix B, corrected
+# (no --request-timeout, --swap-space or --disable-log-requests where they do not exist).
+PRESETS: dict[str, dict[str, str]] = {
+    "low_latency": {"gpu_memory_utilization": "0.85", "max_num_seqs": "32", "max_num_batched_tokens": "8192",
+                    "max_model_len": "32768"},
+    "balanced": {"gpu_memory_utilization": "0.88", "max_num_seqs": "200", "max_num_batched_tokens": "32768",
+                 "max_model_len": "16384"},
+    "high_throughput": {"gpu_memory_utilization": "0.92", "max_num_seqs": "512",
+                        "max_num_batched_tokens": "65536", "max_model_len": "8192"},
+    "small_model": {"gpu_memory_utilization": "0.85", "max_num_seqs": "32", "max_model_len": "32768",
+                    "tensor_parallel_size": "1", "gpu_devices": "0", "shm_size_gib": "1"},
+    "medium_model": {"gpu_memory_utilization": "0.88", "max_num_seqs": "128", "max_model_len": "16384",
+                     "tensor_parallel_size": "1", "gpu_devices": "0", "shm_size_gib": "1"},
+    "large_model": {"tensor_parallel_size": "2", "gpu_devices": "0,1", "gpu_memory_utilization": "0.9",
+                    "max_num_seqs": "200", "max_model_len": "16384", "shm_size_gib": "8"},
+    "very_large_model": {"tensor_parallel_size": "4", "gpu_devices": "0,1,2,3", "gpu_memory_utilization": "0.92",
+                         "max_num_seqs": "256", "max_model_len": "8192", "shm_size_gib": "8"},
+}  # fmt: skip
+PRESET_LABELS = {
+    "low_latency": "Low latency (guide 3.2)",
+    "balanced": "Balanced (guide 3.2)",
+    "high_throughput": "High throughput (guide 3.2)",
+    "small_model": "Small model < 10B, one GPU (appendix B)",
+    "medium_model": "Medium model 10-30B, one A100 80G (appendix B)",
+    "large_model": "Large model 30-70B, two A100 80G (appendix B)",
+    "very_large_model": "Very large model > 70B, four A100 80G (appendix B)",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchSpec:
+    model: str
+    served_model_name: str
+    version: tuple[int, int]
+    version_label: str
+    dtype: str
+    quantization: str
+    trust_remote_code: bool
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    gpu_devices: tuple[int, ...]
+    gpu_memory_utilization: float
+    max_model_len: int | None
+    kv_cache_dtype: str
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    enable_chunked_prefill: bool
+    enable_prefix_caching: bool
+    enforce_eager: bool
+    host: str
+    port: int
+    api_key_env: str
+    log_requests: bool
+    longest_generation_s: float
+    name: str
+    image: str
+    model_cache: str
+    memory_limit_gib: int
+    memory_request_gib: int
+    shm_size_gib: int
+    namespace: str
+    replicas: int
+    model_pvc: str
+    api_key_secret: str
+    startup_minutes: int
+    service_user: str
+    venv: str
+    health_interval_s: int
+    failures_before_restart: int
+    restart_cooldown_s: int
+    restart_budget_per_hour: int
+    alert_webhook: str
+
+    @property
+    def gpu_count(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def v1(self) -> bool:
+        return self.version >= (0, 8)
+
+
+def _optional_int(field: str, value: str, **limits: int) -> int | None:
+    return safety.integer(field, value, **limits) if value.strip() else None
+
+
+def build(values: Mapping[str, str]) -> LaunchSpec:
+    version = vllm_flags.parse(values["vllm_version"])
+    tp = safety.integer("tensor_parallel_size", values["tensor_parallel_size"], minimum=1, maximum=64)
+    pp = safety.integer("pipeline_parallel_size", values["pipeline_parallel_size"], minimum=1, maximum=64)
+    devices = tuple(
+        safety.integer("gpu_devices", d, maximum=63)
+        for d in values["gpu_devices"].replace(" ", "").split(",")
+        if d
+    )
+    if len(devices) != tp * pp:
+        raise safety.UnsafeValue(
+            f"gpu_devices: {len(devices)} device(s) listed for TP {tp} x PP {pp} = {tp * pp} GPUs"
+        )
+    image = values["image"].strip() or f"vllm/vllm-openai:v{version[0]}.{version[1]}.0"
+    secret = values["api_key_secret"].strip()
+    return LaunchSpec(
+        model=safety.token("model", values["model"]),
+        served_model_name=safety.token("served_model_name", values["served_model_name"])
+        if values["served_model_name"].strip()
+        else "",
+        version=version,
+        version_label=values["vllm_version"],
+        dtype=values["dtype"],
+        quantization=values["quantization"],
+        trust_remote_code=flag(values["trust_remote_code"]),
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        gpu_devices=devices,
+        gpu_memory_utilization=safety.number(
+            "gpu_memory_utilization", values["gpu_memory_utilization"], minimum=0.05, maximum=1.0
+        ),
+        max_model_len=_optional_int("max_model_len", values["max_model_len"], minimum=16, maximum=10_000_000),
+        kv_cache_dtype=values["kv_cache_dtype"],
+        max_num_seqs=_optional_int("max_num_seqs", values["max_num_seqs"], minimum=1, maximum=65536),
+        max_num_batched_tokens=_optional_int(
+            "max_num_batched_tokens", values["max_num_batched_tokens"], minimum=16, maximum=10_000_000
+        ),
+        enable_chunked_prefill=flag(values["enable_chunked_prefill"]),
+        enable_prefix_caching=flag(values["enable_prefix_caching"]),
+        enforce_eager=flag(values["enforce_eager"]),
+        host=safety.host("host", values["host"]),
+        port=safety.port_number("port", values["port"]),
+        api_key_env=safety.env_name("api_key_env", values["api_key_env"]),
+        log_requests=flag(values["log_requests"]),
+        longest_generation_s=safety.seconds(
+            "longest_generation_s", values["longest_generation_s"], minimum=1
+        ),
+        name=safety.name("name", values["name"]),
+        image=safety.token("image", image),
+        model_cache=safety.path("model_cache", values["model_cache"]),
+        memory_limit_gib=safety.integer(
+            "memory_limit_gib", values["memory_limit_gib"], minimum=1, maximum=4096
+        ),
+        memory_request_gib=safety.integer(
+            "memory_request_gib", values["memory_request_gib"], minimum=1, maximum=4096
+        ),
+        shm_size_gib=safety.integer("shm_size_gib", values["shm_size_gib"], minimum=1, maximum=1024),
+        namespace=safety.name("namespace", values["namespace"]),
+        replicas=safety.integer("replicas", values["replicas"], minimum=0, maximum=100),
+        model_pvc=safety.name("model_pvc", values["model_pvc"]),
+        api_key_secret=safety.name("api_key_secret", secret) if secret else "",
+        startup_minutes=safety.integer("startup_minutes", values["startup_minutes"], minimum=1, maximum=120),
+        service_user=safety.name("service_user", values["service_user"]),
+        venv=safety.path("venv", values["venv"]),
+        health_interval_s=safety.integer(
+            "health_interval_s", values["health_interval_s"], minimum=1, maximum=3600
+        ),
+        failures_before_restart=safety.integer(
+            "failures_before_restart", values["failures_before_restart"], minimum=1, maximum=100
+        ),
+        restart_cooldown_s=safety.integer(
+            "restart_cooldown_s", values["restart_cooldown_s"], minimum=0, maximum=86400
+        ),
+        restart_budget_per_hour=safety.integer(
+            "restart_budget_per_hour", values["restart_budget_per_hour"], minimum=1, maximum=60
+        ),
+        alert_webhook=safety.url("alert_webhook", values["alert_webhook"])
+        if values["alert_webhook"].strip()
+        else "",
+    )
+
+
+def serve_args(spec: LaunchSpec) -> tuple[list[str], list[str]]:
+    """The flags after the model, for the spec's version, and notes on what was left out."""
+    wanted: list[tuple[str, str | None]] = []
+    if spec.served_model_name:
+        wanted.append(("--served-model-name", spec.served_model_name))
+    wanted += [("--host", spec.host), ("--port", str(spec.port))]
+    if spec.dtype != "auto":
+        wanted.append(("--dtype", spec.dtype))
+    if spec.quantization:
+        wanted.append(("--quantization", spec.quantization))
+    if spec.trust_remote_code:
+        wanted.append(("--trust-remote-code", None))
+    if spec.tensor_parallel_size > 1:
+        wanted.append(("--tensor-parallel-size", str(spec.tensor_parallel_size)))
+    if spec.pipeline_parallel_size > 1:
+        wanted.append(("--pipeline-parallel-size", str(spec.pipeline_parallel_size)))
+    wanted.append(("--gpu-memory-utilization", f"{spec.gpu_memory_utilization:g}"))
+    for name, value in (
+        ("--max-model-len", spec.max_model_len),
+        ("--max-num-seqs", spec.max_num_seqs),
+        ("--max-num-batched-tokens", spec.max_num_batched_tokens),
+    ):
+        if value is not None:
+            wanted.append((name, str(value)))
+    if spec.kv_cache_dtype != "auto":
+        wanted.append(("--kv-cache-dtype", spec.kv_cache_dtype))
+    wanted += _defaults_that_differ(spec)
+    if spec.enforce_eager:
+        wanted.append(("--enforce-eager", None))
+    return vllm_flags.emit(spec.version, wanted)
+
+
+def _defaults_that_differ(spec: LaunchSpec) -> list[tuple[str, str | None]]:
+    """Chunked prefill, prefix caching and request logging, written only where the version's
+    default is not what the spec wants."""
+    wanted: list[tuple[str, str | None]] = []
+    if spec.enable_chunked_prefill and not spec.v1:
+        wanted.append(("--enable-chunked-prefill", None))
+    if spec.enable_prefix_caching and not spec.v1:
+        wanted.append(("--enable-prefix-caching", None))
+    if not spec.enable_prefix_caching and spec.v1:
+        wanted.append(("--no-enable-prefix-caching", None))
+    logs_by_default = spec.version < (0, 10)
+    if logs_by_default and not spec.log_requests:
+        wanted.append(("--disable-log-requests", None))
+    if not logs_by_default and spec.log_requests:
+        wanted.append(("--enable-log-requests", None))
+    return wanted
+
+
+def launch_checks(spec: LaunchSpec) -> list[Check]:
+    checks = []
+    if spec.gpu_count > 1 and spec.shm_size_gib < 8:
+        checks.append(
+            Check(
+                "warning",
+                f"/dev/shm of {spec.shm_size_gib} GiB for {spec.gpu_count} GPUs",
+                "Tensor-parallel workers exchange through shared memory; NCCL aborts when it runs out (guide 2.5.3).",
+                "shm_size_gib 8 (or --ipc=host)",
+            )
+        )
+    if spec.memory_request_gib > spec.memory_limit_gib:
+        checks.append(
+            Check(
+                "error", "Memory request above the limit", "Kubernetes refuses such a pod.", "raise the limit"
+            )
+        )
+    if spec.gpu_memory_utilization > 0.95:
+        checks.append(
+            Check(
+                "warning",
+                f"gpu_memory_utilization {spec.gpu_memory_utilization:g} leaves little for CUDA graphs and others",
+                "Graph capture and the sampler's warm-up run outside the budget before 0.20.",
+                "0.9-0.92",
+            )
+        )
+    return checks
