@@ -23,7 +23,8 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
         f"--gpus '\"device={devices}\"'",
         f"--shm-size={spec.shm_size_gib}g",
         f"--memory={spec.memory_limit_gib}g",
-        f"--memory-swap={spec.memory_limit_gib}g",  # no swap: an OOM kill shows as OOMKilled, not a slow crawl
+        # No swap: an OOM kill shows as OOMKilled rather than a slow crawl.
+        f"--memory-swap={spec.memory_limit_gib}g",
         f"-p {spec.port}:{spec.port}",
         f"-v {shlex.quote(spec.model_cache)}:{shlex.quote(spec.model_cache)}",
         f"-e HF_HOME={shlex.quote(spec.model_cache)}",

@@ -28,12 +28,20 @@ def manifests(spec: launch.LaunchSpec) -> list[dict[str, Any]]:
             "limits": {"memory": f"{spec.memory_limit_gib}Gi", "nvidia.com/gpu": spec.gpu_count},
         },
         # vLLM binds its port only after loading and profiling: allow that long before liveness counts.
-        "startupProbe": {**health, "periodSeconds": PROBE_PERIOD_S,
-                         "failureThreshold": spec.startup_minutes * 60 // PROBE_PERIOD_S},
-        "readinessProbe": {**health, "periodSeconds": PROBE_PERIOD_S, "failureThreshold": 3, "timeoutSeconds": 5},
+        "startupProbe": {
+            **health,
+            "periodSeconds": PROBE_PERIOD_S,
+            "failureThreshold": spec.startup_minutes * 60 // PROBE_PERIOD_S,
+        },
+        "readinessProbe": {
+            **health,
+            "periodSeconds": PROBE_PERIOD_S,
+            "failureThreshold": 3,
+            "timeoutSeconds": 5,
+        },
         "livenessProbe": {**health, "periodSeconds": 15, "failureThreshold": 4, "timeoutSeconds": 5},
         "volumeMounts": [{"name": "models", "mountPath": "/models"}],
-    }  # fmt: skip
+    }
     volumes: list[dict[str, Any]] = [
         {"name": "models", "persistentVolumeClaim": {"claimName": spec.model_pvc}}
     ]
@@ -83,7 +91,8 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
 GENERATOR = Generator(
     key="k8s",
     label="Kubernetes Deployment and Service",
-    description="GPUs and memory from the sizing, /health probes that allow for loading, /dev/shm for multi-GPU.",
+    description="GPUs and memory from the sizing, /health probes that allow for loading, "
+    "/dev/shm for multi-GPU.",
     fields=launch.LAUNCH_FIELDS,
     build=launch.build,
     render=render,

@@ -144,8 +144,9 @@ def run_watchdog(tmp_path, health_url, hook_url, **env):
     restart.write_text(f"#!/bin/sh\necho restarted >> {restarts}\n")
     restart.chmod(0o755)
     settings = {
-        "PATH": "/usr/bin:/bin", "HEALTH_URL": health_url, "INTERVAL": "0.1", "FAILURES_BEFORE_RESTART": "2",
-        "COOLDOWN": "0", "BUDGET_PER_HOUR": "2", "STATE_DIR": str(tmp_path / "state"), "RESTART_CMD": str(restart),
+        "PATH": "/usr/bin:/bin", "HEALTH_URL": health_url, "INTERVAL": "0.1",
+        "FAILURES_BEFORE_RESTART": "2", "COOLDOWN": "0", "BUDGET_PER_HOUR": "2",
+        "STATE_DIR": str(tmp_path / "state"), "RESTART_CMD": str(restart),
         "MAX_CHECKS": "12", **env,
     }  # fmt: skip
     result = subprocess.run(["bash", str(script)], env=settings, capture_output=True, text=True, timeout=60)
