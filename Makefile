@@ -12,7 +12,7 @@ PYTEST_ARGS       ?=
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
 
-.PHONY: install run test test-embedded browser lint bench clean
+.PHONY: install run test test-embedded browser tools lint bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed, found " + sys.version.split()[0])'
@@ -40,7 +40,17 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else $(PY) -m playwright install chromium; fi; }
 
-test: install browser
+# nginx and promtool, which the config generators' tests run: Debian's packages (root with apt).
+# Without them those tests fail, saying what to install.
+tools: browser
+	@missing=""; \
+	{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing="$$missing nginx-light"; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+test: install tools
 	@rc=0; $(PY) tests/preflight.py || rc=$$?; \
 	if [ $$rc = 2 ]; then exit 1; fi; \
 	if [ $$rc = 0 ]; then \

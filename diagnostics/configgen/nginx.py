@@ -10,8 +10,6 @@ include (conf.d/llm-gateway.conf).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -391,18 +389,9 @@ def render(spec: GatewaySpec) -> list[ConfigFile]:
     return [ConfigFile("llm-gateway.conf", header + crossplane.build(http_context(spec)) + "\n", "nginx")]
 
 
-def parse_text(text: str) -> dict[str, Any]:
-    """crossplane's parse of config text (it reads files): one file, includes not followed."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "nginx.conf")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        return crossplane.parse(path, single=True, catch_errors=True, comments=False, check_ctx=False)
-
-
 def checks(spec: GatewaySpec) -> list[Check]:
     (file,) = render(spec)
-    parsed = parse_text(file.content)["config"][0]["parsed"]
+    parsed = nginx_rules.parse_text(file.content)["config"][0]["parsed"]
     context = nginx_rules.Context(
         longest_generation_s=spec.longest_generation_s, client_read_timeout_s=spec.client_read_timeout_s
     )

@@ -9,9 +9,13 @@ has any of them.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
+
+import crossplane
 
 Directive = dict[str, Any]
 
@@ -338,3 +342,12 @@ def _zone_rules(http: list[Directive], maps: dict[str, tuple[str, int]]) -> list
                 )
             )
     return findings
+
+
+def parse_text(text: str) -> dict[str, Any]:
+    """crossplane's parse of config text (it reads files): one file, includes not followed."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "nginx.conf")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return crossplane.parse(path, single=True, catch_errors=True, comments=False, check_ctx=False)
