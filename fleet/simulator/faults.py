@@ -14,6 +14,9 @@ each kind does is applied by the instance (instance.py) and the servers:
   hang                connections are accepted and never answered
   slow_headers        delay_s > 0 before any response starts
   http_500, http_503  requests fail with that status (fraction of them, paths prefixes)
+  rate_limited        a gateway in front of the engine answers 429 with an OpenAI-style
+                      rate_limit_error body and Retry-After: retry_after_s (fraction of
+                      requests, paths prefixes); vLLM itself never returns 429 (seed-notes #8)
   crash               the instance stops listening and records exit_code (137 by default)
   malformed_metrics   /metrics serves text a Prometheus parser rejects
   huge_metrics        /metrics serves a valid body of about size_mb megabytes
@@ -40,6 +43,7 @@ class FaultKind(StrEnum):
     SLOW_HEADERS = "slow_headers"
     HTTP_500 = "http_500"
     HTTP_503 = "http_503"
+    RATE_LIMITED = "rate_limited"
     CRASH = "crash"
     MALFORMED_METRICS = "malformed_metrics"
     HUGE_METRICS = "huge_metrics"
@@ -83,6 +87,11 @@ FAULT_KINDS: dict[FaultKind, dict[str, Param]] = {
     FaultKind.SLOW_HEADERS: {"delay_s": Param(float, 5.0, 0.0, 3600.0, exclusive=True)},
     FaultKind.HTTP_500: {"fraction": _FRACTION, "paths": _PATHS},
     FaultKind.HTTP_503: {"fraction": _FRACTION, "paths": _PATHS},
+    FaultKind.RATE_LIMITED: {
+        "fraction": _FRACTION,
+        "paths": _PATHS,
+        "retry_after_s": Param(int, 1, 0, 3600, hint="the Retry-After header, in seconds"),
+    },
     FaultKind.CRASH: {"exit_code": Param(int, 137, 1, 255), "oom_killed": Param(bool, False)},
     FaultKind.MALFORMED_METRICS: {},
     FaultKind.HUGE_METRICS: {"size_mb": Param(float, 20.0, 0.1, 200.0)},

@@ -3,8 +3,8 @@
 An engine's server (vllm_server, tgi_server, ollama_server) is an `EngineServer`: its
 routes, its bodies for a failed request and for an unknown path, and the handlers that
 /metrics is counted under. `build_app` adds what all of them share: the /_sim control
-routes, the HTTP-level faults (hang, slow_headers, http_500/503), an access log line per
-request, and the per-handler request counts behind vLLM's http_requests_total.
+routes, the HTTP-level faults (rate_limited, hang, slow_headers, http_500/503), an access
+log line per request, and the per-handler request counts behind vLLM's http_requests_total.
 """
 
 from __future__ import annotations
@@ -115,6 +115,8 @@ async def _faults(request: web.Request, handler: Any) -> web.StreamResponse:
         return await handler(request)  # control routes always answer
     instance = instance_of(request)
     faults = instance.faults
+    if _fails(faults.get(FaultKind.RATE_LIMITED), request.path, instance.rng):
+        return _rate_limited(faults.param(FaultKind.RATE_LIMITED, "retry_after_s"))
     if FaultKind.HANG in faults:
         await asyncio.Event().wait()  # until the client gives up or the instance stops
     delay = faults.param(FaultKind.SLOW_HEADERS, "delay_s")
@@ -124,6 +126,21 @@ async def _faults(request: web.Request, handler: Any) -> web.StreamResponse:
         if _fails(faults.get(kind), request.path, instance.rng):
             return instance.server.failure(status)
     return await handler(request)
+
+
+def _rate_limited(retry_after_s: int) -> web.Response:
+    """What a gateway in front of the engine answers when it throttles (vLLM never sends 429;
+    nginx sends Retry-After only when configured to, seed-notes #8)."""
+    body = {
+        "error": {
+            "message": "Rate limit exceeded. Please retry after a short wait.",
+            "type": "rate_limit_error",
+            "code": "rate_limit_exceeded",
+        }
+    }
+    response = json_response(body, status=429)
+    response.headers["Retry-After"] = str(retry_after_s)
+    return response
 
 
 def _fails(fault: Any, path: str, rng: random.Random) -> bool:

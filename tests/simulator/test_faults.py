@@ -76,6 +76,22 @@ def test_http_errors_fail_the_chosen_paths(sim, status):
     assert httpx.get(sim.url(NAME) + "/health").status_code == 200
 
 
+def test_rate_limited_answers_429_as_a_gateway_would_with_an_openai_body_and_retry_after(sim):
+    _post_fault(sim, {"kind": "rate_limited", "paths": ["/v1/"], "retry_after_s": 2})
+    limited = _chat(sim, max_tokens=2)
+    assert (limited.status_code, limited.headers["Retry-After"]) == (429, "2")
+    assert limited.json() == {
+        "error": {
+            "message": "Rate limit exceeded. Please retry after a short wait.",
+            "type": "rate_limit_error",
+            "code": "rate_limit_exceeded",
+        }
+    }
+    assert httpx.get(sim.url(NAME) + "/health").status_code == 200  # outside the limited paths
+    sim.clear(NAME, "rate_limited")
+    assert _chat(sim, max_tokens=2).status_code == 200
+
+
 def test_a_fraction_of_requests_fail_intermittently(sim):
     _post_fault(sim, {"kind": "http_500", "fraction": 0.5})
     with httpx.Client() as client:
