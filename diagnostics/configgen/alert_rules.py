@@ -1,0 +1,395 @@
+"""Prometheus alert rules for vLLM: the guide's rules (5.3.2), corrected and written anew.
+
+Corrections (seed-notes #5, #10, #11, #14): the KV metric follows the version
+(`gpu_cache_usage_perc` up to 0.8, `kv_cache_usage_perc` from 0.9); KV usage above 90 % is
+normal for a cache, so the near-full rule also needs requests waiting; the error rate comes from
+`vllm:request_success_total{finished_reason=~"abort|error"}` because there is no
+`vllm:request_failure_total`; the swap rule exists only for 0.7 (V0), the only engine that
+swaps; the YAML is generated, not the guide's (which lost its indentation in print).
+
+Every threshold and duration is a number checked by diagnostics.configgen.safety and written
+by code; the `{{ $labels... }}` templates in the annotations come from this module only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from diagnostics.configgen import safety
+from diagnostics.configgen.base import Check, ConfigFile, Field, Generator
+from diagnostics.configgen.vllm_metric_names import (
+    DEFAULT_VERSION,
+    FAILED_REASONS,
+    VERSION_CHOICES,
+    VllmMetrics,
+    metrics_for,
+)
+
+SCRAPE_INTERVAL_S = 15  # assumed; a `for` under two scrapes flaps on one missed scrape
+RATE_WINDOW = "5m"
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    """The editable part of one rule: its threshold (None: the rule has none) and `for`."""
+
+    key: str
+    alert: str
+    severity: str
+    title: str
+    threshold: str | None
+    threshold_label: str
+    maximum: float
+    for_default: str
+
+
+RULES: tuple[RuleSettings, ...] = (
+    RuleSettings("kv", "VLLMKVCacheNearFull", "critical", "KV cache near full", "0.95",
+                 "KV cache usage above (0-1)", 1, "2m"),
+    RuleSettings("down", "VLLMServiceDown", "critical", "Service down", None, "", 0, "1m"),
+    RuleSettings("error_rate", "VLLMHighErrorRate", "critical", "High error rate", "0.05",
+                 "Failed share of finished requests above (0-1)", 1, "5m"),
+    RuleSettings("ttft", "VLLMHighTTFT", "warning", "High TTFT p99", "5", "TTFT p99 above (s)", 3600, "5m"),
+    RuleSettings("queue", "VLLMQueueBacklog", "warning", "Queue backlog", "50", "Waiting requests above",
+                 1e6, "3m"),
+    RuleSettings("gpu_temp", "GPUTemperatureHigh", "warning", "GPU temperature", "83",
+                 "GPU temperature above (°C)", 150, "5m"),
+    RuleSettings("swap", "VLLMKVCacheSwap", "warning", "KV cache swap (0.7 only)", "0",
+                 "CPU KV cache usage above (0-1)", 1, "5m"),
+    RuleSettings("e2e", "VLLMHighLatency", "warning", "High end-to-end latency p99", "30",
+                 "E2E latency p99 above (s)", 86400, "5m"),
+)  # fmt: skip
+
+
+def _rule_fields(rule: RuleSettings) -> tuple[Field, ...]:
+    group = f"{rule.title} ({rule.severity})"
+    fields = []
+    if rule.threshold is not None:
+        fields.append(
+            Field(f"{rule.key}_threshold", rule.threshold_label, rule.threshold, kind="float", group=group)
+        )
+    fields.append(Field(f"{rule.key}_for", "for", rule.for_default, "A duration: 90s, 2m, 1h.", group=group))
+    return tuple(fields)
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("vllm_version", "vLLM version", DEFAULT_VERSION, "Picks the metric names the rules query.",
+          kind="choice", choices=VERSION_CHOICES, group="Targets"),
+    Field("job", "Prometheus job", "vllm", "The job label of the vLLM scrape targets.", group="Targets"),
+    Field("gpu_temp_metric", "GPU temperature metric", "DCGM_FI_DEV_GPU_TEMP",
+          "DCGM exporter: DCGM_FI_DEV_GPU_TEMP; nvidia_gpu_exporter: nvidia_smi_temperature_gpu.",
+          group="Targets"),
+    *_rule_fields(RULES[0]),
+    Field("kv_min_waiting", "... while waiting requests exceed", "0", kind="int",
+          help="KV usage above 90 % is normal for a cache; it matters when requests wait for room.",
+          group="KV cache near full (critical)"),
+    *(field for rule in RULES[1:] for field in _rule_fields(rule)),
+)  # fmt: skip
+
+PRESETS: dict[str, dict[str, str]] = {
+    "guide": {},  # the defaults are the guide's thresholds
+    "strict": {"kv_threshold": "0.95", "kv_for": "1m", "down_for": "30s", "error_rate_threshold": "0.02",
+               "error_rate_for": "2m", "ttft_threshold": "2", "ttft_for": "3m", "queue_threshold": "20",
+               "queue_for": "1m", "gpu_temp_threshold": "80", "gpu_temp_for": "3m", "swap_for": "2m",
+               "e2e_threshold": "15", "e2e_for": "3m"},
+    "relaxed": {"kv_threshold": "0.98", "kv_for": "5m", "kv_min_waiting": "5", "down_for": "3m",
+                "error_rate_threshold": "0.1", "error_rate_for": "10m", "ttft_threshold": "10",
+                "ttft_for": "10m", "queue_threshold": "100", "queue_for": "5m", "gpu_temp_threshold": "87",
+                "gpu_temp_for": "10m", "swap_for": "10m", "e2e_threshold": "60", "e2e_for": "10m"},
+}  # fmt: skip
+PRESET_LABELS = {
+    "guide": "The guide's thresholds (5.3.2), corrected",
+    "strict": "Strict: page earlier (latency-sensitive services)",
+    "relaxed": "Relaxed: fewer pages (batch and offline traffic)",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertSpec:
+    version_label: str
+    metrics: VllmMetrics
+    job: str
+    gpu_temp_metric: str
+    thresholds: Mapping[str, float]  # by rule key
+    durations: Mapping[str, float]  # `for`, in seconds, by rule key
+    kv_min_waiting: int
+
+    @property
+    def has_swap(self) -> bool:
+        return self.metrics.cpu_cache_usage is not None
+
+
+_METRIC_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*$")
+
+
+def metric_name(field: str, value: str) -> str:
+    """A Prometheus metric name (letters, digits, _ and :), after the common token check."""
+    value = safety.token(field, value)
+    if not _METRIC_NAME.match(value):
+        raise safety.UnsafeValue(f"{field}: {value!r} is not a Prometheus metric name (A-Z a-z 0-9 _ :)")
+    return value
+
+
+def build(values: Mapping[str, str]) -> AlertSpec:
+    thresholds = {
+        rule.key: safety.number(
+            f"{rule.key}_threshold", values[f"{rule.key}_threshold"], maximum=rule.maximum
+        )
+        for rule in RULES
+        if rule.threshold is not None
+    }
+    durations = {
+        rule.key: safety.seconds(f"{rule.key}_for", values[f"{rule.key}_for"], minimum=0) for rule in RULES
+    }
+    return AlertSpec(
+        version_label=values["vllm_version"],
+        metrics=metrics_for(values["vllm_version"]),
+        job=safety.token("job", values["job"]),
+        gpu_temp_metric=metric_name("gpu_temp_metric", values["gpu_temp_metric"]),
+        thresholds=thresholds,
+        durations=durations,
+        kv_min_waiting=safety.integer("kv_min_waiting", values["kv_min_waiting"], maximum=1_000_000),
+    )
+
+
+def prometheus_duration(seconds: float) -> str:
+    """Seconds in Prometheus form: 120 -> 2m, 90 -> 90s, 3600 -> 1h, 0.5 -> 500ms."""
+    ms = round(seconds * 1000)
+    if ms == 0:
+        return "0s"
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def number(value: float) -> str:
+    """A threshold as a PromQL literal: 0.95, 50, 1e-07."""
+    return format(value, ".12g")
+
+
+def _p99(spec: AlertSpec, histogram: str) -> str:
+    selector = f'{histogram}_bucket{{job="{spec.job}"}}'
+    return f"histogram_quantile(0.99, sum by (le, instance) (rate({selector}[{RATE_WINDOW}])))"
+
+
+def expressions(spec: AlertSpec) -> dict[str, str]:
+    """Each rule's PromQL by rule key; the swap rule only where the version swaps."""
+    job, m, t = f'job="{spec.job}"', spec.metrics, spec.thresholds
+    success = f"rate(vllm:request_success_total{{{job}}}[{RATE_WINDOW}])"
+    failed = f'rate(vllm:request_success_total{{{job},finished_reason=~"{FAILED_REASONS}"}}[{RATE_WINDOW}])'
+    exprs = {
+        "kv": f"max by (instance) ({m.kv_usage}{{{job}}}) > {number(t['kv'])}"
+        f" and on (instance) sum by (instance) (vllm:num_requests_waiting{{{job}}}) > {spec.kv_min_waiting}",
+        "down": f"up{{{job}}} == 0",
+        "error_rate": f"sum by (instance) ({failed}) / sum by (instance) ({success})"
+        f" > {number(t['error_rate'])}",
+        "ttft": f"{_p99(spec, 'vllm:time_to_first_token_seconds')} > {number(t['ttft'])}",
+        "queue": f"sum by (instance) (vllm:num_requests_waiting{{{job}}}) > {number(t['queue'])}",
+        "gpu_temp": f"{spec.gpu_temp_metric} > {number(t['gpu_temp'])}",
+        "e2e": f"{_p99(spec, 'vllm:e2e_request_latency_seconds')} > {number(t['e2e'])}",
+    }
+    if m.cpu_cache_usage:
+        exprs["swap"] = f"max by (instance) ({m.cpu_cache_usage}{{{job}}}) > {number(t['swap'])}"
+    return exprs
+
+
+def _waiting(minimum: int) -> str:
+    return "requests wait" if minimum == 0 else f"more than {minimum} requests wait"
+
+
+def annotations(spec: AlertSpec, key: str) -> dict[str, str]:
+    """summary, description and runbook of one rule, in English, with Prometheus templates."""
+    t, d = spec.thresholds, {k: prometheus_duration(v) for k, v in spec.durations.items()}
+    instance = "{{ $labels.instance }}"
+    texts = {
+        "kv": (
+            f"KV cache nearly full on {instance} with requests waiting",
+            f"KV cache usage is {{{{ $value | humanizePercentage }}}} (over {number(t['kv'] * 100)}% for "
+            f"{d['kv']}) while {_waiting(spec.kv_min_waiting)}. Usage above 90% alone is "
+            "normal under load: vLLM preallocates the KV pool and fills it as a cache, so this rule also "
+            "needs waiting requests. A full pool is not an out-of-memory risk: new requests queue, running "
+            "ones may be preempted and recomputed, and TTFT grows.",
+            "Check vllm:num_requests_waiting and vllm:num_preemptions_total; add replicas or rate-limit at "
+            "the gateway. For more KV room raise --gpu-memory-utilization or lower --max-num-seqs or "
+            "--max-model-len.",
+        ),
+        "down": (
+            f"vLLM target {instance} is down",
+            f'Prometheus has not scraped {instance} (job "{spec.job}") for {d["down"]}. vLLM opens its port '
+            "only after the model is loaded, so an instance that is still starting shows as down too.",
+            "Check the process or pod. Exit code 137 is any SIGKILL: look for OOMKilled or the kernel log "
+            "before calling it an OOM. Then curl /health: 200 is healthy, 500 or 503 an engine that died.",
+        ),
+        "error_rate": (
+            f"vLLM error rate above {number(t['error_rate'] * 100)}% on {instance}",
+            f"{{{{ $value | humanizePercentage }}}} of the requests that finished in the last {RATE_WINDOW} "
+            "ended with finished_reason abort or error (vLLM counts failed requests only this way). "
+            "Aborts include clients that disconnected or timed out; compare with the gateway's 5xx.",
+            "Read the vLLM log around the start of the rise. Check that the timeout chain holds: engine "
+            "budget (max_tokens) < gateway proxy_read_timeout < client read timeout.",
+        ),
+        "ttft": (
+            f"TTFT p99 above {number(t['ttft'])}s on {instance}",
+            f"p99 time to first token is {{{{ $value | humanize }}}}s over the last {RATE_WINDOW}. "
+            "Queueing and long prompts (prefill) both raise it.",
+            "Look at vllm:num_requests_waiting and vllm:request_queue_time_seconds: queueing calls for "
+            "capacity or rate limiting; long prefills call for shorter prompts or a smaller "
+            "--max-num-batched-tokens so decode is not starved.",
+        ),
+        "queue": (
+            f"More than {number(t['queue'])} requests waiting on {instance}",
+            "{{ $value | humanize }} requests are waiting for a batch slot or KV cache room.",
+            "Scale out or rate-limit at the gateway; check KV cache usage and preemptions.",
+        ),
+        "gpu_temp": (
+            f"GPU {{{{ $labels.gpu }}}} on {instance} above {number(t['gpu_temp'])}°C",
+            "GPU temperature is {{ $value | humanize }}°C. Temperature is a hint; whether the GPU really "
+            "slows down shows in NVML's clock throttle reasons (HW slowdown, SW thermal, power cap).",
+            "Run nvidia-smi -q -d PERFORMANCE for the throttle reasons; check airflow, fans and the "
+            "data-centre inlet temperature.",
+        ),
+        "swap": (
+            f"vLLM is swapping KV cache to CPU on {instance}",
+            "CPU KV cache usage is {{ $value | humanizePercentage }}: the V0 engine (0.7) swaps preempted "
+            "sequences to CPU memory, and decoding slows. The V1 engine (0.8 and later) never swaps.",
+            "Lower --max-num-seqs or give the KV cache more room; the V1 engine (0.8+) does not swap.",
+        ),
+        "e2e": (
+            f"End-to-end p99 latency above {number(t['e2e'])}s on {instance}",
+            f"p99 end-to-end request latency is {{{{ $value | humanize }}}}s over the last {RATE_WINDOW}.",
+            "Split it: TTFT (queueing, prefill) versus inter-token latency (decode). Long generations "
+            "(max_tokens) raise it without anything being wrong.",
+        ),
+    }
+    summary, description, runbook = texts[key]
+    return {"summary": summary, "description": description, "runbook": runbook}
+
+
+def rules(spec: AlertSpec) -> dict[str, list[dict[str, Any]]]:
+    """The rules by group name (vllm_critical, vllm_warning), in the guide's order."""
+    exprs = expressions(spec)
+    groups: dict[str, list[dict[str, Any]]] = {"vllm_critical": [], "vllm_warning": []}
+    for rule in RULES:
+        if rule.key not in exprs:
+            continue
+        groups[f"vllm_{rule.severity}"].append(
+            {
+                "alert": rule.alert,
+                "expr": exprs[rule.key],
+                "for": prometheus_duration(spec.durations[rule.key]),
+                "labels": {"severity": rule.severity},
+                "annotations": annotations(spec, rule.key),
+            }
+        )
+    return groups
+
+
+def render(spec: AlertSpec) -> list[ConfigFile]:
+    groups = [{"name": name, "rules": group_rules} for name, group_rules in rules(spec).items()]
+    body = yaml.safe_dump({"groups": groups}, sort_keys=False, allow_unicode=True, width=1000)
+    header = (
+        f"# Prometheus alert rules for vLLM {spec.version_label}, job {spec.job}.\n"
+        "# Generated by LLM Ops Console.\n"
+        "# The guide's rules (5.3.2), corrected: version-specific KV metric, KV alert needs waiting\n"
+        "# requests, error rate from request_success_total{finished_reason}, swap rule for 0.7 only.\n"
+        "# Check with: promtool check rules vllm-alerts.yml\n"
+    )
+    return [ConfigFile("vllm-alerts.yml", header + body, "yaml")]
+
+
+def checks(spec: AlertSpec) -> list[Check]:
+    return [*_threshold_checks(spec), *_duration_checks(spec), *_version_checks(spec)]
+
+
+def _threshold_checks(spec: AlertSpec) -> list[Check]:
+    t, found = spec.thresholds, []
+    if t["kv"] < 0.9:
+        found.append(
+            Check(
+                "warning",
+                f"The KV alert fires at {number(t['kv'])}: under normal load",
+                "vLLM fills its KV pool as a cache; usage above 0.9 is normal when busy.",
+                "Keep it at 0.95 or above and rely on waiting requests and TTFT.",
+            )
+        )
+    if t["error_rate"] > 0.5:
+        found.append(
+            Check(
+                "warning",
+                "The error-rate alert waits until most requests fail",
+                f"It fires above {number(t['error_rate'] * 100)}% failed requests.",
+                "The guide uses 5%; 10% is already a bad outage.",
+            )
+        )
+    if t["ttft"] >= t["e2e"]:
+        found.append(
+            Check(
+                "warning",
+                "The TTFT threshold is not below the end-to-end threshold",
+                "TTFT is part of the end-to-end latency, so the TTFT alert can never fire first.",
+                "Keep TTFT p99 well below E2E p99 (the guide: 5 s and 30 s).",
+            )
+        )
+    if t["gpu_temp"] > 90:
+        found.append(
+            Check(
+                "warning",
+                f"GPU temperature alert at {number(t['gpu_temp'])}°C is late",
+                "Data-centre GPUs start to slow down in the mid-80s °C.",
+                "Alert at 83°C and read the clock throttle reasons for the evidence.",
+            )
+        )
+    return found  # fmt: skip
+
+
+def _duration_checks(spec: AlertSpec) -> list[Check]:
+    found = []
+    for rule in RULES:
+        if spec.durations[rule.key] < 2 * SCRAPE_INTERVAL_S:
+            duration = prometheus_duration(spec.durations[rule.key])
+            found.append(
+                Check(
+                    "warning",
+                    f"{rule.alert}: `for` {duration} is shorter than two scrapes",
+                    f"With a {SCRAPE_INTERVAL_S} s scrape, one late or missed scrape fires or clears it.",
+                    f"Use at least {2 * SCRAPE_INTERVAL_S}s.",
+                )
+            )
+    return found
+
+
+def _version_checks(spec: AlertSpec) -> list[Check]:
+    m = spec.metrics
+    found = [
+        Check("ok", f"KV usage read from {m.kv_usage}", "gpu_cache_usage_perc up to 0.8, kv_cache_usage_perc "
+              "from 0.9 (the old name is gone from 0.12)."),
+        Check("ok", "Error rate from vllm:request_success_total{finished_reason=~abort|error}",
+              "The guide's vllm:request_failure_total does not exist in any vLLM version."),
+    ]  # fmt: skip
+    if spec.has_swap:
+        found.append(Check("ok", "KV swap rule included", "vLLM 0.7 runs the V0 engine, which swaps to CPU."))
+    else:
+        found.append(Check("ok", f"No KV swap rule for vLLM {spec.version_label}",
+                           "The V1 engine (0.8 and later) never swaps: vllm:cpu_cache_usage_perc does not "
+                           "exist, and preempted requests are recomputed instead."))  # fmt: skip
+    return found
+
+
+GENERATOR = Generator(
+    key="alerts",
+    label="Prometheus alert rules",
+    description="The guide's vLLM alert rules (5.3.2), corrected for the chosen vLLM version: KV cache, "
+    "service down, error rate, TTFT, queue, GPU temperature, swap (0.7 only), end-to-end latency.",
+    fields=FIELDS,
+    build=build,
+    render=render,
+    checks=checks,
+    presets=PRESETS,
+    preset_labels=PRESET_LABELS,
+)
