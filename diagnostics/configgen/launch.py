@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from diagnostics.configgen import safety, vllm_flags
 from diagnostics.configgen.base import Check, Field, flag
+from fleet import gpu_catalog
 
 V = vllm_flags.SUPPORTED_VERSIONS
 _ON_OFF = (("on", "on"), ("off", "off"))
@@ -49,6 +50,15 @@ LAUNCH_FIELDS: tuple[Field, ...] = (
         group="Model",
     ),
     Field("trust_remote_code", "--trust-remote-code", "off", kind="bool", group="Model"),
+    Field(
+        "gpu_model",
+        "GPU model",
+        "",
+        "For the sizing cross-check of max_num_seqs and max_model_len.",
+        kind="choice",
+        choices=(("", "not checked"), *gpu_catalog.choices()),
+        group="GPUs",
+    ),
     Field("tensor_parallel_size", "--tensor-parallel-size", "1", kind="int", group="GPUs"),
     Field("pipeline_parallel_size", "--pipeline-parallel-size", "1", kind="int", group="GPUs"),
     Field(
@@ -280,6 +290,7 @@ class LaunchSpec:
     restart_cooldown_s: int
     restart_budget_per_hour: int
     alert_webhook: str
+    gpu_model: str = ""
 
     @property
     def gpu_count(self) -> int:
@@ -373,6 +384,7 @@ def build(values: Mapping[str, str]) -> LaunchSpec:
         alert_webhook=safety.url("alert_webhook", values["alert_webhook"])
         if values["alert_webhook"].strip()
         else "",
+        gpu_model=values["gpu_model"],
     )
 
 
@@ -427,7 +439,7 @@ def _defaults_that_differ(spec: LaunchSpec) -> list[tuple[str, str | None]]:
 
 
 def launch_checks(spec: LaunchSpec) -> list[Check]:
-    checks = []
+    checks = sizing_checks(spec)
     if spec.gpu_count > 1 and spec.shm_size_gib < 8:
         checks.append(
             Check(
@@ -455,3 +467,72 @@ def launch_checks(spec: LaunchSpec) -> list[Check]:
             )
         )
     return checks
+
+
+def sizing_checks(spec: LaunchSpec) -> list[Check]:
+    """max_num_seqs and max_model_len against the sizing of the target GPUs, when the GPU
+    model is given and the model is in the shipped catalogue."""
+    from diagnostics.sizing import catalog
+    from diagnostics.sizing.calculator import SizingSpec, SpecError, compute
+
+    if not spec.gpu_model:
+        return []
+    entry = catalog.find(spec.model, catalog.shipped())
+    if entry is None:
+        return [Check("warning", f"Not sized: {spec.model} is not in the shipped sizing catalogue")]
+    try:
+        sized = compute(
+            SizingSpec(
+                arch=entry.architecture(),
+                gpu=gpu_catalog.get(spec.gpu_model),
+                gpus=spec.gpu_count,
+                tensor_parallel_size=spec.tensor_parallel_size,
+                pipeline_parallel_size=spec.pipeline_parallel_size,
+                gpu_memory_utilization=spec.gpu_memory_utilization,
+                max_model_len=spec.max_model_len,
+                max_num_seqs=spec.max_num_seqs,
+                max_num_batched_tokens=spec.max_num_batched_tokens,
+                quantization=spec.quantization or None,
+                kv_cache_dtype=spec.kv_cache_dtype,
+                vllm_version=_sizing_version(spec.version),
+                enforce_eager=spec.enforce_eager,
+            )
+        )
+    except (SpecError, ValueError) as exc:
+        return [Check("warning", f"Not sized: {exc}")]
+    if sized.error:
+        return [
+            Check(
+                "error",
+                "vLLM would not start with these flags",
+                sized.error.message,
+                "; ".join(sized.error.fixes),
+            )
+        ]
+    seqs, fit = sized.resolved.max_num_seqs, sized.concurrency_at_average
+    checks = [
+        Check(
+            "ok",
+            f"Sizing on {spec.gpu_count} x {spec.gpu_model}: {sized.capacity.tokens:,} tokens of KV cache, "
+            f"{sized.capacity.max_concurrency:.1f} requests at max_model_len "
+            f"{sized.resolved.max_model_len:,}",
+        )
+    ]
+    if fit < seqs:
+        checks.append(
+            Check(
+                "warning",
+                f"max_num_seqs {seqs} is above the {fit:.0f} requests of {sized.average_context:,} tokens "
+                "the KV cache holds",
+                "The rest wait for KV blocks or preempt others (guide 2.3.2: available KV / KV per request).",
+                f"--max-num-seqs {max(int(fit * 0.85), 1)}",
+            )
+        )
+    return checks
+
+
+def _sizing_version(version: tuple[int, int]) -> str:
+    from diagnostics.sizing.versions import NEWEST, OLDEST
+
+    major, minor = min(max(version, OLDEST), NEWEST)
+    return f"{major}.{minor}"

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from diagnostics import sizing_service
+from diagnostics import configgen_fill, sizing_service
 from diagnostics.forms import ConfigUploadForm, SizingForm
 from diagnostics.sizing.versions import DEFAULT_VERSION
 from fleet.models import Instance
@@ -66,9 +66,18 @@ def page(request: HttpRequest) -> HttpResponse:
         context["chart"] = sizing_service.concurrency_chart(context["sizing"])
         context["query"] = form.data.urlencode()
         context["compare_query"] = urlencode({f"a-{k}": v for k, v in form.data.items()})
+        context["config_query"] = _config_query(form, context["result"])
     if wants_partial(request, "results"):
         return render(request, "diagnostics/sizing/_results.html", context)
     return render(request, "diagnostics/sizing/page.html", context)
+
+
+def _config_query(form: SizingForm, result: dict[str, Any]) -> str:
+    """The launch generator's values for this sizing: its flags, host memory, model and GPU."""
+    spec = form.specs[form.cleaned_data["model"]]
+    values = configgen_fill.from_sizing(result)
+    values.update(model=spec.hf_id or spec.key, gpu_model=form.cleaned_data["gpu"])
+    return urlencode(values)
 
 
 @require_GET
