@@ -44,6 +44,7 @@ def from_instance(instance: Instance) -> dict[str, str]:
         values["gpu_devices"] = ",".join(str(i) for i in indexes)
     if instance.api_key_env:
         values["api_key_env"] = instance.api_key_env
+    values["base_url"] = instance.base_url.rstrip("/") + "/v1"  # for the client generator
     return values
 
 

@@ -21,7 +21,7 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
     options = [
         f"--name {spec.name}",
         f"--gpus '\"device={devices}\"'",
-        f"--shm-size={spec.shm_size_gib}g",
+        "--ipc=host" if spec.docker_ipc == "host" else f"--shm-size={spec.shm_size_gib}g",
         f"--memory={spec.memory_limit_gib}g",
         # No swap: an OOM kill shows as OOMKilled rather than a slow crawl.
         f"--memory-swap={spec.memory_limit_gib}g",

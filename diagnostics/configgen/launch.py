@@ -148,6 +148,15 @@ LAUNCH_FIELDS: tuple[Field, ...] = (
         help="8 GiB for multi-GPU (guide 2.5.3).",
         group="Deployment",
     ),
+    Field(
+        "docker_ipc",
+        "docker shared memory",
+        "shm-size",
+        "--shm-size gives the container its own /dev/shm of that size; --ipc=host shares the host's.",
+        kind="choice",
+        choices=(("shm-size", "--shm-size"), ("host", "--ipc=host")),
+        group="Deployment",
+    ),
     Field("namespace", "Kubernetes namespace", "llm", group="Kubernetes"),
     Field("replicas", "Replicas", "1", kind="int", group="Kubernetes"),
     Field("model_pvc", "Model cache PVC", "model-cache", group="Kubernetes"),
@@ -291,6 +300,7 @@ class LaunchSpec:
     restart_budget_per_hour: int
     alert_webhook: str
     gpu_model: str = ""
+    docker_ipc: str = "shm-size"
 
     @property
     def gpu_count(self) -> int:
@@ -385,6 +395,7 @@ def build(values: Mapping[str, str]) -> LaunchSpec:
         if values["alert_webhook"].strip()
         else "",
         gpu_model=values["gpu_model"],
+        docker_ipc=values["docker_ipc"],
     )
 
 

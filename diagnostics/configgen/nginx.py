@@ -116,7 +116,7 @@ FIELDS: tuple[Field, ...] = (
 )
 
 PRESETS: dict[str, dict[str, str]] = {
-    "guide": {},
+    "balanced": {},
     "low_latency": {
         "proxy_read_timeout": "90s",
         "longest_generation_s": "60",
@@ -140,7 +140,7 @@ PRESETS: dict[str, dict[str, str]] = {
     },
 }
 PRESET_LABELS = {
-    "guide": "The guide's gateway (3.2), corrected",
+    "balanced": "Balanced: the guide's gateway (3.2), corrected",
     "low_latency": "Low latency: short generations, tight limits",
     "high_throughput": "High throughput: long generations, generous limits",
 }

@@ -76,6 +76,13 @@ def test_fill_from_an_instance_takes_its_launch_flags(engineer):
     assert "--port 8011" in content and "vllm serve Qwen/Qwen3-8B" in content and "chat-a-serve.sh" in content
 
 
+def test_fill_from_an_instance_points_a_client_at_it(engineer):
+    instance = make_instance(make_host(), base_url="http://10.0.0.9:8011", api_key_env="CHAT_KEY")
+    content = page(engineer, "client", from_instance=instance.pk).content.decode()
+    assert "BASE_URL = &#x27;http://10.0.0.9:8011/v1&#x27;" in content
+    assert "&#x27;CHAT_KEY&#x27;" in content and "&#x27;Qwen/Qwen3-8B&#x27;" in content
+
+
 def test_fill_from_a_gateway_puts_its_instances_in_the_upstream(engineer):
     host = make_host()
     a = make_instance(host, base_url="http://10.1.0.1:8000")

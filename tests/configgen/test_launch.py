@@ -75,6 +75,11 @@ def test_the_command_keeps_the_key_out_of_the_command_line():
     assert 'export VLLM_API_KEY="${LLM_KEY:?' in text and "--api-key" not in text
 
 
+def test_docker_can_share_the_hosts_ipc_namespace_instead():
+    text = docker.render(spec("large_model", docker_ipc="host"))[0].content
+    assert "--ipc=host" in text and "--shm-size" not in text
+
+
 def test_docker_run_gives_gpus_shared_memory_and_a_memory_limit_without_swap():
     text = docker.render(spec("large_model", memory_limit_gib="96"))[0].content
     assert "--gpus '\"device=0,1\"'" in text and "--shm-size=8g" in text

@@ -28,7 +28,6 @@ def test_an_engineer_changes_the_context_length_and_the_results_follow(page, liv
             lambda r: "max_model_len=8192" in r.url and r.request.headers.get("hx-request")
         ):
             page.fill("#id_max_model_len", "8192")
-            page.dispatch_event("#id_max_model_len", "change")
         page.wait_for_function(
             "document.querySelector('#results').innerText.includes('8,192 tokens per request')"
         )
