@@ -18,6 +18,8 @@ from ops_console.roles import Role
 
 REQUIRE_SERVICES = os.environ.get("OPS_REQUIRE_SERVICES") == "1"
 
+pytest_plugins = ["tests.browser"]  # the `page` fixture of the browser tests
+
 
 def require_service(what: str, reachable: bool, hint: str) -> None:
     if reachable:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from diagnostics.configgen import launch, vllm_serve
-from diagnostics.configgen.base import ConfigFile, Generator
+from diagnostics.configgen.base import ConfigFile
 
 
 def _key_option(spec: launch.LaunchSpec) -> str:
@@ -46,14 +46,9 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
     ]
 
 
-GENERATOR = Generator(
+GENERATOR = launch.generator(
     key="docker",
     label="docker run",
     description="The launch as a container: --gpus, --shm-size, memory limit without swap, the model cache.",
-    fields=launch.LAUNCH_FIELDS,
-    build=launch.build,
     render=render,
-    checks=vllm_serve.checks,
-    presets=launch.PRESETS,
-    preset_labels=launch.PRESET_LABELS,
 )

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from diagnostics.configgen import launch, vllm_serve
-from diagnostics.configgen.base import ConfigFile, Generator
+from diagnostics.configgen import launch
+from diagnostics.configgen.base import ConfigFile
 
 PROBE_PERIOD_S = 10
 
@@ -88,15 +88,10 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
     return [ConfigFile(f"{spec.name}-k8s.yaml", header + text, "yaml")]
 
 
-GENERATOR = Generator(
+GENERATOR = launch.generator(
     key="k8s",
     label="Kubernetes Deployment and Service",
     description="GPUs and memory from the sizing, /health probes that allow for loading, "
     "/dev/shm for multi-GPU.",
-    fields=launch.LAUNCH_FIELDS,
-    build=launch.build,
     render=render,
-    checks=vllm_serve.checks,
-    presets=launch.PRESETS,
-    preset_labels=launch.PRESET_LABELS,
 )

@@ -5,11 +5,11 @@ guide's presets, the validated spec and the argument list for its vLLM version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from diagnostics.configgen import safety, vllm_flags
-from diagnostics.configgen.base import Check, Field, flag
+from diagnostics.configgen.base import Check, ConfigFile, Field, Generator, flag
 from fleet import gpu_catalog
 
 V = vllm_flags.SUPPORTED_VERSIONS
@@ -447,6 +447,29 @@ def _defaults_that_differ(spec: LaunchSpec) -> list[tuple[str, str | None]]:
     if not logs_by_default and spec.log_requests:
         wanted.append(("--enable-log-requests", None))
     return wanted
+
+
+def generator(
+    *, key: str, label: str, description: str, render: Callable[[LaunchSpec], list[ConfigFile]]
+) -> Generator:
+    """A launch generator: the shared fields, presets and cross-checks, its own render."""
+    return Generator(
+        key=key,
+        label=label,
+        description=description,
+        fields=LAUNCH_FIELDS,
+        build=build,
+        render=render,
+        checks=checks,
+        presets=PRESETS,
+        preset_labels=PRESET_LABELS,
+    )
+
+
+def checks(spec: LaunchSpec) -> list[Check]:
+    """What the version left out, then the launch's cross-checks."""
+    _, notes = serve_args(spec)
+    return [Check("ok", note) for note in notes] + launch_checks(spec)
 
 
 def launch_checks(spec: LaunchSpec) -> list[Check]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from diagnostics.configgen import launch, vllm_serve
-from diagnostics.configgen.base import ConfigFile, Generator
+from diagnostics.configgen.base import ConfigFile
 
 
 def unit(spec: launch.LaunchSpec) -> str:
@@ -180,15 +180,10 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
     ]
 
 
-GENERATOR = Generator(
+GENERATOR = launch.generator(
     key="systemd",
     label="systemd unit and watchdog",
     description="A unit for vllm serve and a watchdog: health loop, restart with cooldown and a budget, "
     "OOM detection from the kernel log, alerts to a webhook.",
-    fields=launch.LAUNCH_FIELDS,
-    build=launch.build,
     render=render,
-    checks=vllm_serve.checks,
-    presets=launch.PRESETS,
-    preset_labels=launch.PRESET_LABELS,
 )

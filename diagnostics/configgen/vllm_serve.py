@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from diagnostics.configgen import launch
-from diagnostics.configgen.base import Check, ConfigFile, Generator
+from diagnostics.configgen.base import ConfigFile
 
 
 def command_lines(spec: launch.LaunchSpec, program: list[str]) -> list[str]:
@@ -45,19 +45,9 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
     return [ConfigFile(f"{spec.name}-serve.sh", "\n".join(header) + f"\nexec {body}\n", "bash")]
 
 
-def checks(spec: launch.LaunchSpec) -> list[Check]:
-    _, notes = launch.serve_args(spec)
-    return [Check("ok", note) for note in notes] + launch.launch_checks(spec)
-
-
-GENERATOR = Generator(
+GENERATOR = launch.generator(
     key="vllm",
     label="vLLM launch command",
     description="`vllm serve` for a chosen version, with only the flags it accepts.",
-    fields=launch.LAUNCH_FIELDS,
-    build=launch.build,
     render=render,
-    checks=checks,
-    presets=launch.PRESETS,
-    preset_labels=launch.PRESET_LABELS,
 )

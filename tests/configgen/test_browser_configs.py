@@ -6,19 +6,14 @@ from __future__ import annotations
 import pytest
 from django.db import connections
 
-from tests.conftest import PASSWORD
-from tests.fleet.test_browser_inventory import OUTPUT_DIR, page  # noqa: F401
+from tests.browser import OUTPUT_DIR, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_an_engineer_types_a_rate_and_the_nginx_preview_follows(page, live_server, cast):  # noqa: F811
+def test_an_engineer_types_a_rate_and_the_nginx_preview_follows(page, live_server, cast):
     try:
-        page.set_default_timeout(15_000)
-        page.goto(f"{live_server.url}/configs/nginx/?preset=balanced")
-        page.fill("#id_username", cast.engineer.username)
-        page.fill("#id_password", PASSWORD)
-        page.click("button[type=submit]")
+        log_in(page, live_server, cast.engineer, "/configs/nginx/?preset=balanced")
         page.wait_for_selector("#preview pre.config")
         assert "rate=30r/s" in page.inner_text("#preview")
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 import pytest
 from django.db import connections
 
-from tests.conftest import PASSWORD
-from tests.fleet.test_browser_inventory import OUTPUT_DIR, page  # noqa: F401
+from tests.browser import OUTPUT_DIR, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_an_engineer_changes_the_context_length_and_the_results_follow(page, live_server, cast):  # noqa: F811
+def test_an_engineer_changes_the_context_length_and_the_results_follow(page, live_server, cast):
     try:
-        page.set_default_timeout(15_000)
-        page.goto(f"{live_server.url}/sizing/?model=qwen3-8b&gpu=l40s&max_model_len=32768&vllm_version=0.11")
-        page.fill("#id_username", cast.engineer.username)
-        page.fill("#id_password", PASSWORD)
-        page.click("button[type=submit]")
+        log_in(
+            page,
+            live_server,
+            cast.engineer,
+            "/sizing/?model=qwen3-8b&gpu=l40s&max_model_len=32768&vllm_version=0.11",
+        )
         page.wait_for_selector("#results .verdict")
         assert "Maximum concurrency for 32,768 tokens" in page.inner_text("#results")
         page.wait_for_selector("#results .chart .main-svg")  # plotly drew the chart

@@ -6,49 +6,14 @@ checks that only the results partial changed (no full page load) and the URL fol
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 from django.db import connections
 
 from fleet.models import GpuHost, Instance
-from tests.conftest import PASSWORD, require_service
+from tests.browser import OUTPUT_DIR, log_in
 from tests.factories import make_host
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-OUTPUT_DIR = Path(os.environ.get("OPS_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output"))
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-
-
-def chromium_path() -> str | None:
-    return os.environ.get("OPS_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture
-def page(monkeypatch, live_server):  # the browser closes before the live server stops
-    from playwright import sync_api  # a dev dependency: missing is a failure, not a skip
-
-    executable = chromium_path()
-    require_service("Chromium", executable is not None, "apt-get install chromium (make test does)")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls made by the
-    # test itself are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        yield context.new_page()
-        browser.close()
 
 
 def test_an_sre_adds_a_host_and_an_instance_then_filters_the_list_live(page, live_server, cast):
@@ -63,10 +28,7 @@ def test_an_sre_adds_a_host_and_an_instance_then_filters_the_list_live(page, liv
 def walk_through(page, live_server, cast):
     make_host(name="other-node-01", address="10.9.0.1")
     page.set_default_timeout(15_000)
-    page.goto(f"{live_server.url}/fleet/hosts/")
-    page.fill("#id_username", cast.sre.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server, cast.sre, "/fleet/hosts/")
     page.wait_for_url("**/fleet/hosts/")
 
     page.click("text=Add GPU host")
