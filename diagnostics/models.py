@@ -140,3 +140,62 @@ class CapacityFinding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance}: {self.title}"
+
+
+class SavedWalkthrough(models.Model):
+    """A finished (or half-done) troubleshooting walkthrough kept as a diagnosis path, on its
+    own until incidents can hold it."""
+
+    tree = models.CharField(max_length=64)
+    path = models.JSONField(default=list, help_text="The answers chosen, as the walkthrough URL holds them.")
+    instance = models.ForeignKey(
+        Instance, null=True, blank=True, on_delete=models.SET_NULL, related_name="walkthroughs"
+    )
+    title = models.CharField(max_length=200)
+    notes = models.TextField(blank=True)
+    outcome_category = models.CharField(max_length=64, blank=True)
+    outcome = models.TextField(blank=True, help_text="The leaf reached: root cause and fix.")
+    steps = models.JSONField(default=list, help_text="Each question, the answer and who gave it, as it was.")
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class TriageRun(models.Model):
+    """An uploaded log being triaged by a worker, with its progress and result."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for a worker"
+        RUNNING = "running", "reading"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    file = models.FileField(upload_to="triage/", blank=True)
+    filename = models.CharField(max_length=255)
+    size_bytes = models.BigIntegerField(default=0)
+    bytes_read = models.BigIntegerField(default=0)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    result = models.JSONField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"triage of {self.filename}"
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.bytes_read / self.size_bytes)) if self.size_bytes else 0
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from diagnostics.views import configs, sizing
+from diagnostics.views import configs, sizing, triage, troubleshoot
 
 urlpatterns = [
     path("sizing/", sizing.page, name="sizing"),
@@ -11,4 +11,11 @@ urlpatterns = [
     path("configs/nginx/lint/", configs.lint, name="config-lint"),
     path("configs/<slug:kind>/", configs.generator_page, name="config-generator"),
     path("configs/<slug:kind>/download/", configs.download, name="config-download"),
+    path("troubleshoot/", troubleshoot.index, name="troubleshoot"),
+    path("troubleshoot/triage/", triage.triage, name="triage"),
+    path("troubleshoot/triage/<int:pk>/", triage.run_page, name="triage-run"),
+    path("troubleshoot/saved/<int:pk>/", troubleshoot.saved, name="walkthrough-saved"),
+    path("troubleshoot/instances/<int:pk>/", troubleshoot.for_instance, name="troubleshoot-instance"),
+    path("troubleshoot/<slug:tree_id>/", troubleshoot.walkthrough, name="walkthrough"),
+    path("troubleshoot/<slug:tree_id>/save/", troubleshoot.save, name="walkthrough-save"),
 ]

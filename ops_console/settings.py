@@ -130,6 +130,12 @@ TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
+MEDIA_ROOT = VAR_DIR / "media"  # uploaded logs wait here for triage, then go
+MEDIA_URL = "media/"
+# Uploads above this go to a temporary file in chunks, never whole into memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+TRIAGE_MAX_UPLOAD_BYTES = env_int("TRIAGE_MAX_UPLOAD_BYTES", 2 << 30)
+
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)

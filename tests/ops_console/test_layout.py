@@ -42,5 +42,5 @@ def test_the_overview_of_an_empty_fleet_says_how_to_start(viewer_client):
 
 
 def test_sections_not_built_yet_say_so_plainly(viewer_client):
-    content = viewer_client.get(reverse("diagnostics:troubleshoot")).content.decode()
+    content = viewer_client.get(reverse("incidents:index")).content.decode()
     assert "not in this build yet" in content

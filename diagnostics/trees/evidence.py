@@ -1,0 +1,64 @@
+"""Answers a walkthrough can take from live data: probe conditions, read from an instance's
+latest probe results and the findings the classifier stored with their evidence
+("TTFB 7.2 s > 5 s, so TTFT"). A condition is true when a finding of its category is there,
+false when a probe kind that would have found it ran and did not, unknown otherwise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# condition -> (what it means, the probe kinds that measure it)
+CONDITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "reachable": ("the engine answers /health", ("health",)),
+    "timeout.connect": ("connecting takes over 1 s or fails", ("health",)),
+    "timeout.network": ("requests are lost or reset in the network", ("health",)),
+    "timeout.ttft": ("time to first token (TTFB) over 5 s", ("health", "stream")),
+    "timeout.tps": ("generation is slow (total - TTFB large, tokens/s low)", ("health", "stream")),
+    "rate_limit.http_429": ("requests get HTTP 429", ("health", "stream")),
+    "rate_limit.queue": ("more than 10 requests waiting, or the batch is full", ("metrics",)),
+    "oom.kv_pressure": ("KV cache full with preemptions or waiting requests", ("metrics",)),
+    "errors.requests": ("requests finish with abort or error", ("metrics",)),
+    "process.engine_dead": ("/health says the engine is dead (500/503)", ("health",)),
+    "process.gone": ("the engine's process is gone from the GPU", ("gpu",)),
+    "process.hung": ("the engine answers but makes no progress", ("metrics",)),
+    "gpu.thermal": ("GPU hot or throttling for temperature", ("gpu",)),
+    "gpu.power": ("GPU throttling for power", ("gpu",)),
+    "gpu.saturated": ("GPU SM utilization over 95 %", ("gpu",)),
+    "gpu.xid": ("XID errors on the GPU", ("gpu",)),
+    "gpu.ecc": ("ECC errors on the GPU", ("gpu",)),
+}
+_UNREACHABLE = {"timeout.connect", "timeout.network", "process.engine_dead"}
+
+
+@dataclass(frozen=True)
+class Reading:
+    value: bool | None  # None: not measured
+    evidence: str
+
+
+def read(condition: str, *, findings: list[dict[str, Any]], measured: set[str]) -> Reading:
+    """One condition against an instance's findings and the probe kinds measured."""
+    negate = condition.startswith("not ")
+    name = condition.removeprefix("not ").strip()
+    reading = _read(name, findings, measured)
+    if negate and reading.value is not None:
+        return Reading(not reading.value, reading.evidence)
+    return reading
+
+
+def _read(name: str, findings: list[dict[str, Any]], measured: set[str]) -> Reading:
+    label, kinds = CONDITIONS[name]
+    if name == "reachable":
+        down = [f for f in findings if f.get("category") in _UNREACHABLE]
+        if down:
+            return Reading(False, down[0].get("evidence") or "the health probe failed")
+        return Reading(True, "the health probe got an answer") if "health" in measured else Reading(None, "")
+    hits = [f for f in findings if f.get("category") == name]
+    if hits:
+        return Reading(True, "; ".join(f.get("evidence", "") for f in hits if f.get("evidence")) or label)
+    if measured & set(kinds):
+        return Reading(
+            False, f"the latest {'/'.join(sorted(measured & set(kinds)))} probe found no sign that {label}"
+        )
+    return Reading(None, "")

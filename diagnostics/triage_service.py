@@ -1,0 +1,67 @@
+"""Log triage at Django's edge: a paste is triaged at once; an upload is kept as a file
+(Django streams it to disk in chunks) and triaged by a worker that records its progress."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from diagnostics.models import TriageRun
+from diagnostics.triage.engine import TriageInputError, triage_stream, triage_text
+
+PASTE_MAX_BYTES = 2_000_000
+PROGRESS_EVERY_BYTES = 32 << 20
+
+
+def triage_paste(text: str) -> dict:
+    if not text.strip():
+        raise TriageInputError("paste a log, or choose a file")
+    if len(text.encode()) > PASTE_MAX_BYTES:
+        raise TriageInputError(f"a paste holds up to {PASTE_MAX_BYTES:,} bytes; upload larger logs as a file")
+    return triage_text(text).to_dict()
+
+
+def start_upload(*, upload, user: str) -> TriageRun:
+    """Keep the uploaded file and queue its triage; TriageInputError when it is too large."""
+    limit = settings.TRIAGE_MAX_UPLOAD_BYTES
+    if upload.size > limit:
+        raise TriageInputError(
+            f"{upload.name} is {upload.size:,} bytes; the limit is {limit:,} (TRIAGE_MAX_UPLOAD_BYTES)"
+        )
+    if upload.size == 0:
+        raise TriageInputError(f"{upload.name} is empty")
+    run = TriageRun.objects.create(
+        filename=upload.name[:255], size_bytes=upload.size, created_by=user, file=upload
+    )
+    from diagnostics.tasks import triage_upload
+
+    transaction.on_commit(lambda: triage_upload.delay(run_id=run.pk))
+    return run
+
+
+def run_upload(*, run_id: int) -> TriageRun:
+    """Triage a stored upload, recording progress; the file is removed afterwards."""
+    run = TriageRun.objects.get(pk=run_id)
+    if run.is_finished:
+        return run
+    run.status = TriageRun.Status.RUNNING
+    run.save(update_fields=["status"])
+    last = [0]
+
+    def progress(done: int) -> None:
+        if done - last[0] >= PROGRESS_EVERY_BYTES:
+            last[0] = done
+            TriageRun.objects.filter(pk=run.pk).update(bytes_read=done)
+
+    try:
+        with run.file.open("rb") as handle:
+            result = triage_stream(handle, progress=progress)
+    except (TriageInputError, OSError) as exc:
+        run.status, run.error = TriageRun.Status.FAILED, str(exc)[:500]
+    else:
+        run.status, run.result, run.bytes_read = TriageRun.Status.DONE, result.to_dict(), result.bytes
+    run.finished_at = timezone.now()
+    run.file.delete(save=False)
+    run.save()
+    return run
