@@ -1,14 +1,18 @@
 """Log triage in one pass with bounded memory: RE2 scans each chunk for any rule's pattern
 (one combined automaton, as `grep -E` does), and only the lines it finds are matched rule by
-rule. The result ranks the first fatal cause above its consequences (an OOM kill that then
-shows as timeouts and 502s is an OOM) and keeps a few example lines per rule with context.
+rule. Chunks are scanned on a few threads (RE2 runs without the GIL) and merged in order.
+The result ranks the first fatal cause above its consequences (an OOM kill that then shows
+as timeouts and 502s is an OOM) and keeps a few example lines per rule with context.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import os
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -17,13 +21,14 @@ import re2
 
 from diagnostics.taxonomy import label
 from diagnostics.triage import exit_codes, sources
-from diagnostics.triage.access_log import AccessStats
+from diagnostics.triage.access_log import AccessStats, looks_like_access_log
 from diagnostics.triage.rules import Rule, shipped
 
 CHUNK_BYTES = 8 << 20
 MAX_LINE_BYTES = 64 << 10  # a longer line is cut: a log line, not a blob
 KEEP_PER_RULE = 5
 CONTEXT_LINES = 2
+WORKERS = max(1, min(4, os.cpu_count() or 1))  # RE2 releases the GIL: chunks scan in parallel
 
 
 class TriageInputError(ValueError):
@@ -164,6 +169,38 @@ def _open(stream: IO[bytes]) -> IO[bytes]:
     return stream
 
 
+@dataclass
+class _ChunkHits:
+    """What one chunk found, with line numbers relative to the chunk's first line."""
+
+    newlines: int
+    lines: list[tuple[int, bytes, list[Rule], list[str], list[str]]] = field(default_factory=list)
+    exit_codes: list[tuple[int, dict]] = field(default_factory=list)
+
+
+def _scan_chunk(matcher: Matcher, buf: bytes, end_at: int) -> _ChunkHits:
+    """The complete lines in buf[:end_at]: RE2 runs without the GIL, so chunks scan in parallel."""
+    hits = _ChunkHits(newlines=buf.count(b"\n", 0, end_at))
+    cursor, cursor_line, done_until = 0, 0, -1
+    for found in matcher.any.finditer(buf, 0, end_at):
+        start = buf.rfind(b"\n", 0, found.start()) + 1
+        if start <= done_until:
+            continue
+        end = buf.find(b"\n", found.start(), end_at)
+        end = end_at if end < 0 else end
+        done_until = end
+        cursor_line += buf.count(b"\n", cursor, start)
+        cursor = start
+        line = buf[start : min(end, start + MAX_LINE_BYTES)]
+        rules = matcher.rules_of(line)
+        if rules:
+            hits.lines.append(
+                (cursor_line, line, rules, _lines_before(buf, start), _lines_after(buf, end, end_at))
+            )
+        hits.exit_codes += [(cursor_line, code) for code in exit_codes.find(line)]
+    return hits
+
+
 class _Scan:
     def __init__(self, matcher: Matcher):
         self.matcher = matcher
@@ -173,34 +210,20 @@ class _Scan:
         self.head = b""
         self.exit_codes: list[dict[str, Any]] = []
 
-    def feed(self, buf: bytes, line_base: int) -> None:
-        """Match the complete lines in buf, whose first line is number line_base."""
-        if len(self.head) < 65536:
-            self.head += buf[: 65536 - len(self.head)]
-        cursor, cursor_line, done_until = 0, line_base, -1
-        for found in self.matcher.any.finditer(buf):
-            start = buf.rfind(b"\n", 0, found.start()) + 1
-            if start <= done_until:
-                continue
-            end = buf.find(b"\n", found.start())
-            end = len(buf) if end < 0 else end
-            done_until = end
-            cursor_line += buf.count(b"\n", cursor, start)
-            cursor = start
-            line = buf[start : min(end, start + MAX_LINE_BYTES)]
-            for rule in self.matcher.rules_of(line):
-                self._record(rule, cursor_line, line, buf, start, end)
-            for code in exit_codes.find(line):
-                if len(self.exit_codes) < 20:
-                    self.exit_codes.append({"line": cursor_line, **code})
+    def merge(self, found: _ChunkHits, line_base: int) -> None:
+        """A chunk's findings, in file order, with absolute line numbers."""
+        for relative, line, rules, before, after in found.lines:
+            for rule in rules:
+                self._record(rule, line_base + relative, line, before, after)
+        for relative, code in found.exit_codes:
+            if len(self.exit_codes) < 20:
+                self.exit_codes.append({"line": line_base + relative, **code})
 
-    def _record(self, rule: Rule, line_no: int, line: bytes, buf: bytes, start: int, end: int) -> None:
+    def _record(self, rule: Rule, line_no: int, line: bytes, before: list[str], after: list[str]) -> None:
         hits = self.hits.setdefault(rule.id, RuleHits(rule=rule, first_line=line_no))
         hits.count += 1
         if len(hits.examples) < KEEP_PER_RULE:
-            hits.examples.append(
-                Match(line_no, _decode(line), rule.id, _lines_before(buf, start), _lines_after(buf, end))
-            )
+            hits.examples.append(Match(line_no, _decode(line), rule.id, before, after))
 
 
 def _lines_before(buf: bytes, start: int) -> list[str]:
@@ -214,16 +237,27 @@ def _lines_before(buf: bytes, start: int) -> list[str]:
     return lines
 
 
-def _lines_after(buf: bytes, end: int) -> list[str]:
+def _lines_after(buf: bytes, end: int, end_at: int) -> list[str]:
     lines, pos = [], end + 1
     for _ in range(CONTEXT_LINES):
-        if pos >= len(buf):
+        if pos >= end_at:
             break
-        stop = buf.find(b"\n", pos)
-        stop = len(buf) if stop < 0 else stop
+        stop = buf.find(b"\n", pos, end_at)
+        stop = end_at if stop < 0 else stop
         lines.append(_decode(buf[pos : min(stop, pos + 500)]))
         pos = stop + 1
     return lines
+
+
+def _merge(scan: _Scan, future: Future[_ChunkHits], line_base: int) -> int:
+    found = future.result()
+    scan.merge(found, line_base)
+    return line_base + found.newlines
+
+
+def _check_text(chunk: bytes) -> None:
+    if b"\x00" in chunk[:4096]:
+        raise TriageInputError("this is not a text log (it holds NUL bytes)")
 
 
 def triage_stream(
@@ -240,30 +274,41 @@ def triage_stream(
     access: AccessStats | None = None
     reader = _open(stream if hasattr(stream, "peek") else io.BufferedReader(stream))  # type: ignore[arg-type]
     carry, line_base = b"", 1
-    while True:
-        chunk = reader.read(CHUNK_BYTES)
-        scan.bytes += len(chunk)
-        if max_bytes is not None and scan.bytes > max_bytes:
-            raise TriageInputError(f"the log is over {max_bytes:,} bytes; triage a part of it (tail -n ...)")
-        if not chunk:
-            break
-        if b"\x00" in chunk[:4096] and scan.bytes == len(chunk):
-            raise TriageInputError("this is not a text log (it holds NUL bytes)")
-        buf = carry + chunk
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0 and len(buf) > MAX_LINE_BYTES:
-            cut = len(buf)  # a line longer than any log line: cut it rather than hold it
-        scan.feed(buf[:cut], line_base)
-        if line_base == 1 and "nginx_access" in sources.detect(scan.head):
-            access = AccessStats(window_minutes=window_minutes)
-        if access is not None:
-            access.feed(buf[:cut])
-        line_base += buf.count(b"\n", 0, cut)
-        carry = buf[cut:]
-        if progress:
-            progress(scan.bytes)
+    pending: deque[Future[_ChunkHits]] = deque()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        while True:
+            chunk = reader.read(CHUNK_BYTES)
+            scan.bytes += len(chunk)
+            if max_bytes is not None and scan.bytes > max_bytes:
+                raise TriageInputError(
+                    f"the log is over {max_bytes:,} bytes; triage a part of it (tail -n ...)"
+                )
+            if not chunk:
+                break
+            if scan.bytes == len(chunk):
+                _check_text(chunk)
+            buf = carry + chunk
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0 and len(buf) > MAX_LINE_BYTES:
+                cut = len(buf)  # a line longer than any log line: cut it rather than hold it
+            if not scan.head:
+                scan.head = buf[:65536]
+                if looks_like_access_log(scan.head):
+                    access = AccessStats(window_minutes=window_minutes)
+            if access is not None:
+                access.feed(buf[:cut])
+            pending.append(pool.submit(_scan_chunk, scan.matcher, buf, cut))
+            carry = buf[cut:]
+            while len(pending) > WORKERS:  # bounded: at most a few chunks in memory
+                line_base = _merge(scan, pending.popleft(), line_base)
+            if progress:
+                progress(scan.bytes)
+        while pending:
+            line_base = _merge(scan, pending.popleft(), line_base)
     if carry:
-        scan.feed(carry, line_base)
+        if not scan.head:
+            scan.head = carry[:65536]
+        scan.merge(_scan_chunk(scan.matcher, carry, len(carry)), line_base)
         if access is not None:
             access.feed(carry + b"\n")
         line_base += 1
