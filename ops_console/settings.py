@@ -7,6 +7,7 @@ PRODUCTION=true switches on the hardening that `manage.py check --deploy` asks f
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -112,7 +113,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A test database in a file, not Django's shared-cache memory database: a worker thread
     # and the test then wait on each other's locks (busy timeout) instead of failing at once
     # with "database table is locked".
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-console.sqlite3")}
+    # Named by process, so two test runs in one checkout do not share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-console-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

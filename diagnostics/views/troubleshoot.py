@@ -140,8 +140,7 @@ def save(request: HttpRequest, tree_id: str) -> HttpResponse:
         tree=tree_id,
         path=result.path(),
         instance=instance,
-        title=(request.POST.get("title") or "").strip()[:200]
-        or f"{trees()[tree_id].title}: {leaf.cause[:120] if leaf else 'unfinished'}",
+        title=_title(request.POST.get("title"), trees()[tree_id].title, leaf),
         notes=(request.POST.get("notes") or "")[:5000],
         outcome_category=leaf.category if leaf else "",
         outcome=f"{leaf.cause}\n\nFix: {leaf.fix}" if leaf else "",
@@ -153,6 +152,11 @@ def save(request: HttpRequest, tree_id: str) -> HttpResponse:
     )
     messages.success(request, f"Saved as “{saved.title}”.")
     return redirect("diagnostics:walkthrough-saved", pk=saved.pk)
+
+
+def _title(given: str | None, tree_title: str, leaf) -> str:
+    title = (given or "").strip() or f"{tree_title}: {leaf.cause if leaf else 'unfinished'}"
+    return title if len(title) <= 200 else title[:199] + "…"
 
 
 @require_GET
