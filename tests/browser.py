@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import PASSWORD, require_service
 
-OUTPUT_DIR = Path(os.environ.get("OPS_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "test-output"))
+OUTPUT_DIR = Path(os.environ.get("OPS_TEST_OUTPUT", Path(__file__).resolve().parents[1] / "test-output"))
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
