@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from diagnostics import urls as diagnostics_urls
+from incidents import urls as incidents_urls
 from ops_console import views
 
 SECTIONS = [
@@ -60,7 +61,7 @@ urlpatterns = [
     path("api/", include("fleet.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("", include(_section_patterns("incidents"), namespace="incidents")),
+    path("", include(_section_patterns("incidents", incidents_urls.urlpatterns), namespace="incidents")),
     path(
         "", include(_section_patterns("diagnostics", diagnostics_urls.urlpatterns), namespace="diagnostics")
     ),

@@ -1,0 +1,192 @@
+"""How incidents open, join, mitigate and resolve, whatever raised them (an alert rule, an
+Alertmanager alert, a person): one unresolved incident per dedup key, so nothing opens
+twice for one fault; a snapshot of the evidence when it opens; a timeline entry for each
+step; notifications queued on commit."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from diagnostics.models import CapacityFinding
+from fleet.models import GpuHost, Instance, MetricSample
+from incidents.models import Incident, Status, TimelineEntry
+
+SNAPSHOT_WINDOW = timedelta(minutes=30)
+SNAPSHOT_SAMPLES = (
+    "kv_cache_usage", "num_requests_waiting", "num_requests_running", "ttft_p99_s", "e2e_p99_s",
+    "gpu_memory_used_pct", "gpu_temperature_c", "probe_ttfb_s",
+)  # fmt: skip
+
+
+def dedup_key(*, instance: Instance | None = None, host: GpuHost | None = None, category: str) -> str:
+    if instance is not None:
+        return f"instance:{instance.pk}:{category}"
+    if host is not None:
+        return f"host:{host.pk}:{category}"
+    return f"fleet:{category}"
+
+
+def open_or_join(
+    *,
+    key: str,
+    title: str,
+    category: str,
+    severity: str,
+    source: str,
+    at: datetime,
+    text: str,
+    instances: list[Instance] = (),  # type: ignore[assignment]
+    hosts: list[GpuHost] = (),  # type: ignore[assignment]
+    data: dict[str, Any] | None = None,
+    started_at: datetime | None = None,
+) -> tuple[Incident, bool]:
+    """The unresolved incident for `key`, joined with a timeline entry, or a new one with an
+    evidence snapshot. A mitigated incident that fires again is open again."""
+    for _attempt in range(2):
+        try:
+            with transaction.atomic():
+                fields = (title, category, severity, source, at, text)
+                return _open_or_join(key, *fields, list(instances), list(hosts), data or {}, started_at)
+        except IntegrityError:  # another worker opened it between our read and write: join that one
+            continue
+    raise RuntimeError(f"could not open or join the incident for {key}")
+
+
+def _open_or_join(key, title, category, severity, source, at, text, instances, hosts, data, started_at):  # noqa: ANN001
+    incident = Incident.objects.select_for_update().unresolved().filter(dedup_key=key).first()
+    if incident is not None:
+        if incident.status == Status.MITIGATED:
+            incident.status, incident.mitigated_at = Status.OPEN, None
+            incident.save(update_fields=["status", "mitigated_at", "updated_at"])
+            _entry(
+                incident, at, TimelineEntry.Kind.STATUS, "Fired again: open again.", data={"status": "open"}
+            )
+        _entry(incident, at, TimelineEntry.Kind.ALERT_FIRED, text, data=data)
+        _affect(incident, instances, hosts)
+        return incident, False
+    incident = Incident.objects.create(
+        title=title[:200],
+        category=category,
+        severity=severity,
+        source=source,
+        started_at=started_at or at,
+        detected_at=at,
+        dedup_key=key,
+        evidence=snapshot(instances=instances, at=at),
+    )
+    _affect(incident, instances, hosts)
+    _entry(incident, at, TimelineEntry.Kind.OPENED, text, data=data)
+    from incidents import notify
+
+    transaction.on_commit(lambda: notify.queue(incident_id=incident.pk, event="opened"))
+    return incident, True
+
+
+def _affect(incident: Incident, instances: list[Instance], hosts: list[GpuHost]) -> None:
+    if instances:
+        incident.instances.add(*instances)
+        hosts = [*hosts, *(i.host for i in instances)]
+        names = sorted({*incident.models_affected, *(i.served_model_name for i in instances)})
+        if names != incident.models_affected:
+            incident.models_affected = names
+            incident.save(update_fields=["models_affected", "updated_at"])
+    if hosts:
+        incident.hosts.add(*hosts)
+
+
+def _entry(
+    incident: Incident, at: datetime, kind: str, text: str, *, author: str = "", data: dict | None = None
+):
+    return TimelineEntry.objects.create(
+        incident=incident, at=at, kind=kind, text=text, author=author, data=data or {}
+    )
+
+
+def alert_cleared(*, key: str, at: datetime, text: str, data: dict | None = None) -> Incident | None:
+    """The alert behind `key` cleared: the open incident is mitigated (a person resolves it)."""
+    with transaction.atomic():
+        incident = Incident.objects.select_for_update().unresolved().filter(dedup_key=key).first()
+        if incident is None:
+            return None
+        _entry(incident, at, TimelineEntry.Kind.ALERT_RESOLVED, text, data=data)
+        if incident.status == Status.OPEN:
+            incident.status, incident.mitigated_at = Status.MITIGATED, at
+            incident.save(update_fields=["status", "mitigated_at", "updated_at"])
+            _entry(
+                incident,
+                at,
+                TimelineEntry.Kind.STATUS,
+                "Alert cleared: mitigated.",
+                data={"status": "mitigated"},
+            )
+        return incident
+
+
+def set_status(incident: Incident, *, status: str, at: datetime, user: str) -> None:
+    """A person moves an incident on: acknowledged, mitigated or resolved stamps its time."""
+    if status == incident.status:
+        return
+    incident.status = status
+    if status == Status.MITIGATED and not incident.mitigated_at:
+        incident.mitigated_at = at
+    if status == Status.RESOLVED:
+        incident.resolved_at = incident.resolved_at or at
+    if not incident.acknowledged_at:
+        incident.acknowledged_at = at
+    incident.save()
+    _entry(
+        incident,
+        at,
+        TimelineEntry.Kind.STATUS,
+        f"Status set to {status}.",
+        author=user,
+        data={"status": status},
+    )
+    if status == Status.RESOLVED:
+        from incidents import notify
+
+        transaction.on_commit(lambda: notify.queue(incident_id=incident.pk, event="resolved"))
+
+
+def snapshot(*, instances: list[Instance], at: datetime) -> dict[str, Any]:
+    """What the affected instances looked like when the incident opened, so the record stays
+    true after the fleet changes: probe state and findings, recent samples, GPU state, sizing
+    findings and launch flags."""
+    result: dict[str, Any] = {"taken_at": at.isoformat(), "instances": {}}
+    for instance in instances:
+        state = getattr(instance, "state", None)
+        samples: dict[str, list] = {}
+        rows = (
+            MetricSample.objects.filter(
+                instance=instance, name__in=SNAPSHOT_SAMPLES, ts__gte=at - SNAPSHOT_WINDOW
+            )
+            .order_by("ts")
+            .values_list("name", "ts", "value")
+        )
+        for name, ts, value in rows:
+            samples.setdefault(name, []).append([ts.isoformat(), value])
+        result["instances"][instance.name] = {
+            "host": instance.host.name,
+            "model": instance.served_model_name,
+            "engine": f"{instance.engine} {instance.engine_version}".strip(),
+            "verdict": state.verdict if state else "unknown",
+            "findings": list(state.findings) if state else [],
+            "gpu": state.kind_result("gpu") if state else {},
+            "metrics": (state.kind_result("metrics") or {}).get("derived", {}) if state else {},
+            "samples": samples,
+            "capacity_findings": list(
+                CapacityFinding.objects.filter(instance=instance).active().values("code", "severity", "title")
+            ),
+            "launch_flags": {
+                f: getattr(instance, f) for f in Instance.EDITABLE_FIELDS if f not in ("host", "gpus")
+            },
+        }
+    return result
+
+
+def now() -> datetime:
+    return timezone.now()

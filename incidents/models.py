@@ -1,0 +1,311 @@
+"""Incidents and what feeds them: alert rules and their per-instance states, alerts received
+from Alertmanager, maintenance windows, and notification targets with their deliveries."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from diagnostics.taxonomy import CATEGORIES, family
+from fleet.models import GpuHost, Instance
+
+CATEGORY_CHOICES = [(key, label) for key, label in CATEGORIES.items()] + [("other", "Other")]
+
+
+class Severity(models.TextChoices):
+    CRITICAL = "critical", "critical"
+    MAJOR = "major", "major"
+    MINOR = "minor", "minor"
+    INFO = "info", "info"
+
+
+class Status(models.TextChoices):
+    OPEN = "open", "open"
+    MITIGATED = "mitigated", "mitigated"
+    RESOLVED = "resolved", "resolved"
+
+
+class Source(models.TextChoices):
+    RULE = "rule", "alert rule"
+    ALERTMANAGER = "alertmanager", "Alertmanager"
+    MANUAL = "manual", "opened by hand"
+
+
+class IncidentQuerySet(models.QuerySet["Incident"]):
+    def unresolved(self) -> IncidentQuerySet:
+        return self.exclude(status=Status.RESOLVED)
+
+
+class Incident(models.Model):
+    EDITABLE_FIELDS = (
+        "title", "category", "severity", "status", "started_at", "detected_at", "acknowledged_at",
+        "resolved_at", "root_cause", "resolution", "follow_ups", "owner",
+    )  # fmt: skip
+
+    title = models.CharField(max_length=200)
+    category = models.CharField(max_length=40, choices=CATEGORY_CHOICES, default="other")
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.MAJOR)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    source = models.CharField(max_length=12, choices=Source.choices, default=Source.MANUAL)
+    started_at = models.DateTimeField(default=timezone.now, help_text="When the fault began.")
+    detected_at = models.DateTimeField(
+        default=timezone.now, help_text="When an alert or a person noticed it."
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    mitigated_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    hosts = models.ManyToManyField(GpuHost, blank=True, related_name="incidents")
+    instances = models.ManyToManyField(Instance, blank=True, related_name="incidents")
+    models_affected = models.JSONField("models", default=list, blank=True)
+    root_cause = models.TextField(blank=True)
+    resolution = models.TextField(blank=True)
+    follow_ups = models.TextField("follow-up actions", blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="incidents"
+    )
+    dedup_key = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Alerts with this key join this incident while it is not resolved.",
+    )
+    evidence = models.JSONField(
+        default=dict, blank=True, help_text="Snapshot taken when the incident opened."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = IncidentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dedup_key"],
+                condition=~Q(status="resolved") & ~Q(dedup_key=""),
+                name="incidents_one_unresolved_per_key",
+            )
+        ]
+        indexes = [models.Index(fields=["status", "started_at"], name="incidents_status_started")]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("incidents:detail", args=[self.pk])
+
+    @property
+    def family(self) -> str:
+        return family(self.category)
+
+    @property
+    def time_to_acknowledge(self) -> timedelta | None:
+        return self.acknowledged_at - self.detected_at if self.acknowledged_at else None
+
+    @property
+    def time_to_resolve(self) -> timedelta | None:
+        return self.resolved_at - self.started_at if self.resolved_at else None
+
+
+class TimelineEntry(models.Model):
+    class Kind(models.TextChoices):
+        OPENED = "opened", "opened"
+        ALERT_FIRED = "alert_fired", "alert fired"
+        ALERT_RESOLVED = "alert_resolved", "alert resolved"
+        STATUS = "status", "status changed"
+        EDIT = "edit", "edited"
+        NOTE = "note", "note"
+        PROBE = "probe", "probe result changed"
+        RESTART = "restart", "instance restarted"
+        WALKTHROUGH = "walkthrough", "walkthrough attached"
+        TRIAGE = "triage", "triage attached"
+        NOTIFICATION = "notification", "notification"
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="timeline")
+    at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.TextField(blank=True, help_text="Markdown for notes; shown sanitized.")
+    author = models.CharField(max_length=150, blank=True, help_text="Blank for automatic entries.")
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class AlertRule(models.Model):
+    """A rule the console evaluates after each probe cycle over the stored probe data."""
+
+    class Comparison(models.TextChoices):
+        ABOVE = "above", ">"
+        BELOW = "below", "<"
+
+    key = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    signal = models.CharField(max_length=64, help_text="What is compared: a sample name or a derived signal.")
+    comparison = models.CharField(max_length=5, choices=Comparison.choices, default=Comparison.ABOVE)
+    threshold = models.FloatField()
+    for_seconds = models.PositiveIntegerField(help_text="How long the condition must hold before it fires.")
+    category = models.CharField(max_length=40, choices=CATEGORY_CHOICES)
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.MAJOR)
+    enabled = models.BooleanField(default=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AlertState(models.Model):
+    """A rule's state for one instance: inactive, pending (holding, not yet for long enough) or
+    firing, like Prometheus's `for`."""
+
+    class State(models.TextChoices):
+        INACTIVE = "inactive", "inactive"
+        PENDING = "pending", "pending"
+        FIRING = "firing", "firing"
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="states")
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="alert_states")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.INACTIVE)
+    active_since = models.DateTimeField(null=True, blank=True)
+    fired_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    value = models.FloatField(null=True, blank=True)
+    evaluated_at = models.DateTimeField(null=True, blank=True)
+    incident = models.ForeignKey(Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["rule", "instance"], name="incidents_one_state_per_rule")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule.key} on {self.instance}: {self.state}"
+
+
+class ReceivedAlert(models.Model):
+    """An alert from Alertmanager's webhook, kept by fingerprint."""
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    status = models.CharField(max_length=10)
+    alertname = models.CharField(max_length=200, blank=True)
+    labels = models.JSONField(default=dict)
+    annotations = models.JSONField(default=dict)
+    starts_at = models.DateTimeField(null=True, blank=True)
+    ends_at = models.DateTimeField(null=True, blank=True)
+    generator_url = models.CharField(max_length=1000, blank=True)
+    receiver = models.CharField(max_length=200, blank=True)
+    first_received = models.DateTimeField(default=timezone.now)
+    last_received = models.DateTimeField(default=timezone.now)
+    times_received = models.PositiveIntegerField(default=1)
+    incident = models.ForeignKey(
+        Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts"
+    )
+
+    class Meta:
+        ordering = ["-last_received"]
+
+    def __str__(self) -> str:
+        return f"{self.alertname} ({self.status})"
+
+
+class MaintenanceWindowQuerySet(models.QuerySet["MaintenanceWindow"]):
+    def covering(self, *, instance: Instance, at: datetime) -> list[MaintenanceWindow]:
+        candidates = self.filter(Q(instance=instance) | Q(host_id=instance.host_id))
+        return [w for w in candidates if w.active_at(at)]
+
+
+class MaintenanceWindow(models.Model):
+    """Silences alerts for a host or an instance: once, or every day or week at the same time."""
+
+    class Recurrence(models.TextChoices):
+        NONE = "none", "once"
+        DAILY = "daily", "every day"
+        WEEKLY = "weekly", "every week"
+
+    name = models.CharField(max_length=120)
+    host = models.ForeignKey(
+        GpuHost, null=True, blank=True, on_delete=models.CASCADE, related_name="maintenance"
+    )
+    instance = models.ForeignKey(
+        Instance, null=True, blank=True, on_delete=models.CASCADE, related_name="maintenance"
+    )
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    recurrence = models.CharField(max_length=8, choices=Recurrence.choices, default=Recurrence.NONE)
+    reason = models.TextField(blank=True)
+    created_by = models.CharField(max_length=150, blank=True)
+
+    objects = MaintenanceWindowQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["starts_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(host__isnull=False) | Q(instance__isnull=False),
+                name="incidents_window_has_target",
+            ),
+            models.CheckConstraint(
+                condition=Q(ends_at__gt=models.F("starts_at")), name="incidents_window_ends_after"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def active_at(self, at: datetime) -> bool:
+        if self.recurrence == self.Recurrence.NONE:
+            return self.starts_at <= at < self.ends_at
+        if at < self.starts_at:
+            return False
+        period = timedelta(days=1 if self.recurrence == self.Recurrence.DAILY else 7)
+        offset = (at - self.starts_at) % period
+        return offset < (self.ends_at - self.starts_at)
+
+
+class NotificationTarget(models.Model):
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook", "generic JSON webhook"
+        SLACK = "slack", "Slack-compatible webhook"
+
+    name = models.CharField(max_length=120, unique=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.WEBHOOK)
+    url = models.URLField(max_length=500)
+    enabled = models.BooleanField(default=True)
+    min_severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.MAJOR)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NotificationDelivery(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        SENT = "sent", "sent"
+        FAILED = "failed", "failed"
+
+    target = models.ForeignKey(NotificationTarget, on_delete=models.CASCADE, related_name="deliveries")
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=20)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.target}"

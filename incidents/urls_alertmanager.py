@@ -1,0 +1,3 @@
+"""The Alertmanager webhook receiver's URL (part of the incidents namespace)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""The review page's URLs (part of the incidents namespace)."""
+
+urlpatterns: list = []
