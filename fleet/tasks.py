@@ -8,8 +8,12 @@ from fleet import probe_service, retention
 
 @shared_task(name="fleet.probe_cycle", ignore_result=True, soft_time_limit=240, time_limit=300)
 def probe_cycle(*, kind: str = "health") -> None:
-    """One sweep of one probe kind; beat sends one entry per kind, each at its own interval."""
+    """One sweep of one probe kind; beat sends one entry per kind, each at its own interval.
+    The alert rules are evaluated after it, over what it stored."""
     probe_service.run_cycle(kind=kind)
+    from incidents.tasks import evaluate_alerts
+
+    evaluate_alerts.delay()
 
 
 @shared_task(name="fleet.probe_instance", ignore_result=True, soft_time_limit=60, time_limit=90)

@@ -10,3 +10,11 @@ def send_delivery(self, *, delivery_id: int) -> None:
 
     if delivery.send(delivery_id=delivery_id) == "retry":
         raise self.retry(countdown=min(2**self.request.retries * 5, 300))
+
+
+@shared_task(name="incidents.evaluate_alerts", ignore_result=True, soft_time_limit=120, time_limit=150)
+def evaluate_alerts() -> None:
+    """The alert rules over the latest probe data; sent after each probe cycle."""
+    from incidents import alerting
+
+    alerting.evaluate()

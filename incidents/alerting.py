@@ -1,0 +1,90 @@
+"""Evaluating the alert rules after each probe cycle: per enabled instance and rule, the
+state moves on; a rule that fires opens or joins the incident for that instance and
+category (or for its host, when the whole host is down), unless a maintenance window
+covers it; a rule that clears mitigates it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.utils import timezone
+
+from fleet.models import Instance
+from incidents import lifecycle
+from incidents.alert_engine import RuleSpec, StateSpec, step
+from incidents.alert_signals import values
+from incidents.models import AlertRule, AlertState, MaintenanceWindow, Source
+
+
+def evaluate(*, now: datetime | None = None) -> dict[str, int]:
+    """One evaluation of every enabled rule on every enabled instance."""
+    now = now or timezone.now()
+    rules = list(AlertRule.objects.filter(enabled=True))
+    instances = list(Instance.objects.enabled().select_related("state", "host"))
+    states = {(s.rule_id, s.instance_id): s for s in AlertState.objects.filter(rule__in=rules)}
+    down_hosts = _down_hosts(instances)
+    counts = {"fired": 0, "resolved": 0, "silenced": 0}
+    for instance in instances:
+        current = values(instance, now)
+        for rule in rules:
+            record = states.get((rule.pk, instance.pk)) or AlertState(rule=rule, instance=instance)
+            spec = RuleSpec(rule.key, rule.signal, rule.comparison, rule.threshold, rule.for_seconds)
+            before = StateSpec(record.state, record.active_since, record.fired_at)
+            after, transition = step(spec, before, current.get(rule.signal), now)
+            record.state, record.active_since, record.fired_at = (
+                after.state,
+                after.active_since,
+                after.fired_at,
+            )
+            record.value, record.evaluated_at = current.get(rule.signal), now
+            if transition == "fire":
+                counts[_fire(rule, instance, record, now, down_hosts)] += 1
+            elif transition == "resolve":
+                record.resolved_at = now
+                if record.incident_id:
+                    lifecycle.alert_cleared(
+                        key=record.incident.dedup_key,
+                        at=now,
+                        text=f"{rule.name} cleared (value {record.value}).",
+                    )
+                counts["resolved"] += 1
+            record.save()
+    return counts
+
+
+def _down_hosts(instances: list[Instance]) -> set[int]:
+    """Hosts whose every enabled instance is down: their alerts belong to one host incident."""
+    verdicts: dict[int, list[str]] = defaultdict(list)
+    for instance in instances:
+        verdicts[instance.host_id].append(instance.verdict)
+    return {host for host, found in verdicts.items() if len(found) > 1 and all(v == "down" for v in found)}
+
+
+def _fire(
+    rule: AlertRule, instance: Instance, record: AlertState, now: datetime, down_hosts: set[int]
+) -> str:
+    if MaintenanceWindow.objects.covering(instance=instance, at=now):
+        return "silenced"
+    if instance.host_id in down_hosts:
+        key = lifecycle.dedup_key(host=instance.host, category="process.not_started")
+        title, category = f"Host {instance.host.name} down: every instance unreachable", "process.not_started"
+    else:
+        key = lifecycle.dedup_key(instance=instance, category=rule.category)
+        title, category = f"{rule.name} on {instance.name}", rule.category
+    started = record.active_since or now
+    incident, _ = lifecycle.open_or_join(
+        key=key,
+        title=title,
+        category=category,
+        severity=rule.severity,
+        source=Source.RULE,
+        at=now,
+        started_at=started,
+        text=f"{rule.name} fired on {instance.name}: {rule.signal} = {record.value:g} "
+        f"({rule.get_comparison_display()} {rule.threshold:g} for {rule.for_seconds} s).",
+        instances=[instance],
+        data={"rule": rule.key, "value": record.value, "instance": instance.name},
+    )
+    record.incident = incident
+    return "fired"
