@@ -1,23 +1,187 @@
-"""Incident pages."""
+"""Incident pages: the list with filters and pages, the incident with its timeline, notes,
+status, attachments and the probe charts of the affected instances around its time; opening
+one by hand, editing it (every change kept in the timeline), the Markdown postmortem."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from incidents.models import Incident
-from ops_console.roles import Role, role_required
+from diagnostics.models import SavedWalkthrough, TriageRun
+from fleet import charts
+from incidents import lifecycle, notes
+from incidents.forms import IncidentForm, NoteForm
+from incidents.models import Incident, Severity, Source, Status, TimelineEntry
+from incidents.postmortem import postmortem
+from ops_console.roles import Role, has_role, role_required
+
+PAGE_SIZE = 25
+FILTERS = ("status", "severity", "category")
 
 
+@require_GET
 @role_required(Role.VIEWER)
 def index(request: HttpRequest) -> HttpResponse:
-    incidents = Incident.objects.prefetch_related("instances")[:100]
-    return render(request, "incidents/index.html", {"incidents": incidents})
+    incidents = Incident.objects.prefetch_related("instances")
+    chosen = {name: request.GET.get(name, "") for name in FILTERS}
+    for name, value in chosen.items():
+        if value:
+            incidents = incidents.filter(**{name: value})
+    page = Paginator(incidents, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "chosen": chosen, "statuses": Status.choices, "severities": Severity.choices}
+    return render(request, "incidents/index.html", context)
 
 
+def _get_incident(pk: int) -> Incident:
+    return get_object_or_404(
+        Incident.objects.select_related("owner").prefetch_related("instances__host", "hosts", "timeline"),
+        pk=pk,
+    )
+
+
+@require_GET
 @role_required(Role.VIEWER)
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
-    from django.shortcuts import get_object_or_404
+    incident = _get_incident(pk)
+    entries = [
+        (entry, notes.render(entry.text) if entry.kind == TimelineEntry.Kind.NOTE else "")
+        for entry in incident.timeline.all()
+    ]
+    since = incident.started_at - timedelta(minutes=30)
+    instance_charts = [
+        (instance, charts.instance_panels(instance=instance, since=since))
+        for instance in incident.instances.all()[:3]
+    ]
+    context = {
+        "incident": incident,
+        "entries": entries,
+        "instance_charts": instance_charts,
+        "note_form": NoteForm(),
+        "can_edit": has_role(request.user, Role.SRE),
+        "statuses": Status.choices,
+        "walkthroughs": SavedWalkthrough.objects.all()[:20],
+        "triage_runs": TriageRun.objects.filter(status=TriageRun.Status.DONE)[:20],
+    }
+    return render(request, "incidents/detail.html", context)
 
-    incident = get_object_or_404(Incident.objects.prefetch_related("instances", "hosts", "timeline"), pk=pk)
-    return render(request, "incidents/detail.html", {"incident": incident})
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.SRE)
+def create(request: HttpRequest) -> HttpResponse:
+    form = IncidentForm(
+        request.POST or None, initial={"started_at": timezone.now(), "detected_at": timezone.now()}
+    )
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            incident = form.save(commit=False)
+            incident.source = Source.MANUAL
+            incident.save()
+            form.save_m2m()
+            incident.evidence = lifecycle.snapshot(
+                instances=list(incident.instances.all()), at=timezone.now()
+            )
+            incident.save(update_fields=["evidence"])
+            TimelineEntry.objects.create(
+                incident=incident,
+                kind=TimelineEntry.Kind.OPENED,
+                text="Opened by hand.",
+                author=request.user.get_username(),
+            )
+        return redirect(incident)
+    return render(request, "incidents/form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.SRE)
+def edit(request: HttpRequest, pk: int) -> HttpResponse:
+    incident = _get_incident(pk)
+    form = IncidentForm(request.POST or None, instance=incident)
+    if request.method == "POST" and form.is_valid():
+        original = Incident.objects.get(pk=incident.pk)  # validation already changed `incident`
+        before = {name: _shown(getattr(original, name)) for name in form.changed_data}
+        with transaction.atomic():
+            saved = form.save()
+            for name in form.changed_data:
+                TimelineEntry.objects.create(
+                    incident=saved,
+                    kind=TimelineEntry.Kind.EDIT,
+                    text=f"{form.fields[name].label}: {before[name]} → {_shown(getattr(saved, name))}",
+                    author=request.user.get_username(),
+                    data={"field": name},
+                )
+        return redirect(saved)
+    return render(
+        request,
+        "incidents/form.html",
+        {"form": form, "incident": incident},
+        status=400 if form.errors else 200,
+    )
+
+
+def _shown(value) -> str:  # noqa: ANN001
+    if hasattr(value, "all"):
+        return ", ".join(str(v) for v in value.all()) or "—"
+    return str(value) if value not in (None, "") else "—"
+
+
+@require_POST
+@role_required(Role.SRE)
+def add_note(request: HttpRequest, pk: int) -> HttpResponse:
+    incident = _get_incident(pk)
+    form = NoteForm(request.POST)
+    if form.is_valid():
+        TimelineEntry.objects.create(
+            incident=incident,
+            kind=TimelineEntry.Kind.NOTE,
+            text=form.cleaned_data["text"],
+            author=request.user.get_username(),
+        )
+    return redirect(incident)
+
+
+@require_POST
+@role_required(Role.SRE)
+def set_status(request: HttpRequest, pk: int) -> HttpResponse:
+    incident = _get_incident(pk)
+    status = request.POST.get("status", "")
+    if status in Status.values:
+        lifecycle.set_status(incident, status=status, at=timezone.now(), user=request.user.get_username())
+    return redirect(incident)
+
+
+@require_POST
+@role_required(Role.SRE)
+def attach(request: HttpRequest, pk: int) -> HttpResponse:
+    """Attach a saved walkthrough or a triage result to the timeline, as it was."""
+    incident = _get_incident(pk)
+    user = request.user.get_username()
+    if walkthrough_id := request.POST.get("walkthrough"):
+        item = get_object_or_404(SavedWalkthrough, pk=walkthrough_id)
+        TimelineEntry.objects.create(
+            incident=incident, kind=TimelineEntry.Kind.WALKTHROUGH, text=item.title, author=user,
+            data={"walkthrough": item.pk, "steps": item.steps, "outcome": item.outcome},
+        )  # fmt: skip
+    elif run_id := request.POST.get("triage"):
+        run = get_object_or_404(TriageRun, pk=run_id, status=TriageRun.Status.DONE)
+        result = run.result or {}
+        TimelineEntry.objects.create(
+            incident=incident, kind=TimelineEntry.Kind.TRIAGE,
+            text=f"{run.filename}: {result.get('category_label') or 'no known failure'}", author=user,
+            data={"triage": run.pk, "category": result.get("category"), "cause": result.get("root_cause")},
+        )  # fmt: skip
+    return redirect(incident)
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def export_postmortem(request: HttpRequest, pk: int) -> HttpResponse:
+    incident = _get_incident(pk)
+    response = HttpResponse(postmortem(incident), content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="incident-{incident.pk}-postmortem.md"'
+    return response
