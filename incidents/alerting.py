@@ -14,7 +14,7 @@ from fleet.models import Instance
 from incidents import lifecycle
 from incidents.alert_engine import RuleSpec, StateSpec, step
 from incidents.alert_signals import values
-from incidents.models import AlertRule, AlertState, MaintenanceWindow, Source
+from incidents.models import AlertRule, AlertState, Incident, MaintenanceWindow, Source, TimelineEntry
 
 
 def evaluate(*, now: datetime | None = None) -> dict[str, int]:
@@ -50,7 +50,41 @@ def evaluate(*, now: datetime | None = None) -> dict[str, int]:
                     )
                 counts["resolved"] += 1
             record.save()
+    _note_probe_changes(instances, now)
     return counts
+
+
+def _note_probe_changes(instances: list[Instance], now: datetime) -> None:
+    """On each unresolved incident, a timeline entry when an affected instance's verdict
+    changes; coming back up from down is recorded as a restart."""
+    by_id = {i.pk: i for i in instances}
+    open_incidents = Incident.objects.unresolved().filter(instances__in=instances).distinct()
+    for incident in open_incidents.prefetch_related("instances"):
+        for instance in incident.instances.all():
+            current = by_id.get(instance.pk)
+            if current is None:
+                continue
+            last = (
+                incident.timeline.filter(kind__in=(TimelineEntry.Kind.PROBE, TimelineEntry.Kind.RESTART))
+                .filter(data__instance=current.name)
+                .last()
+            )
+            before = last.data.get("verdict") if last else _snapshot_verdict(incident, current.name)
+            if before is None or before == current.verdict:
+                continue
+            restarted = before == "down" and current.verdict == "up"
+            TimelineEntry.objects.create(
+                incident=incident,
+                at=now,
+                kind=TimelineEntry.Kind.RESTART if restarted else TimelineEntry.Kind.PROBE,
+                text=f"{current.name}: {before} → {current.verdict}"
+                + (" (back up: restarted)" if restarted else f" ({current.state_label})"),
+                data={"instance": current.name, "verdict": current.verdict},
+            )
+
+
+def _snapshot_verdict(incident: Incident, name: str) -> str | None:
+    return (incident.evidence or {}).get("instances", {}).get(name, {}).get("verdict")
 
 
 def _down_hosts(instances: list[Instance]) -> set[int]:

@@ -10,6 +10,7 @@ from django.shortcuts import render
 
 from diagnostics.models import CapacityFinding
 from fleet.models import Instance, Verdict
+from incidents.maintenance import current_and_upcoming
 from ops_console.htmx import wants_partial
 from ops_console.roles import Role, role_required
 
@@ -44,9 +45,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     groups, counts = _tiles(state)
     context = {
         "groups": groups,
-        "capacity": [
-            (i, f) for _, items in groups for i in items for f in i.open_capacity if f.severity != "info"
-        ],
+        "capacity": _capacity(groups),
+        "maintenance": current_and_upcoming(),
         "counts": counts,
         "state": state,
         "verdicts": Verdict.choices,

@@ -124,3 +124,45 @@ def test_an_evaluation_without_fresh_data_changes_nothing():
     evaluate(now=T0)
     assert AlertState.objects.get(rule__key="kv_cache_high", instance=instance).state == "inactive"
     assert not TimelineEntry.objects.exists()
+
+
+def test_the_fleet_overview_shows_current_and_upcoming_maintenance(viewer_client):
+    from django.urls import reverse
+    from django.utils import timezone
+
+    host = make_host(name="gpu-node-09")
+    now = timezone.now()
+    window = MaintenanceWindow.objects.create
+    window(
+        name="driver upgrade",
+        host=host,
+        starts_at=now - timedelta(minutes=5),
+        ends_at=now + timedelta(minutes=25),
+    )
+    nightly = now - timedelta(days=3) + timedelta(hours=2)  # every day, starting two hours from now
+    window(
+        name="nightly restart",
+        host=host,
+        recurrence="daily",
+        starts_at=nightly,
+        ends_at=nightly + timedelta(hours=1),
+    )
+    window(name="long ago", host=host, starts_at=now - timedelta(days=9), ends_at=now - timedelta(days=8))
+    content = viewer_client.get(reverse("fleet:overview")).content.decode()
+    assert "driver upgrade" in content and "nightly restart" in content and "long ago" not in content
+    assert content.count(">now<") == 1
+
+
+def test_verdict_changes_of_an_affected_instance_go_into_the_timeline_and_a_return_is_a_restart():
+    host = make_host()
+    instance = make_instance(host, name="solo")
+    verdict(instance, "down")
+    for i in range(4):
+        evaluate(now=T0 + timedelta(seconds=30 * i))
+    incident = Incident.objects.get(category="process.not_started")
+    verdict(instance, "up")
+    evaluate(now=T0 + timedelta(minutes=3))
+    evaluate(now=T0 + timedelta(minutes=4))  # no change: no second entry
+    entry = incident.timeline.get(kind="restart")
+    assert entry.text == "solo: down → up (back up: restarted)"
+    assert incident.timeline.filter(kind="alert_resolved").exists()
