@@ -137,6 +137,8 @@ MEDIA_URL = "media/"
 # Uploads above this go to a temporary file in chunks, never whole into memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 TRIAGE_MAX_UPLOAD_BYTES = env_int("TRIAGE_MAX_UPLOAD_BYTES", 2 << 30)
+# Alertmanager's webhook sends it as "Authorization: Bearer <token>"; blank turns the receiver off.
+ALERTMANAGER_TOKEN = env_str("ALERTMANAGER_TOKEN", "")
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
