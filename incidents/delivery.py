@@ -1,47 +1,172 @@
-"""Sending a notification: a generic JSON body or a Slack-compatible one, recorded on its
-delivery with the response code or the error. Placeholder until the notifications part of
-the incidents issue lands: it sends once and records the outcome."""
+"""Sending a notification about an incident to a webhook: a generic JSON body or a
+Slack-compatible one (one sink class per target kind), recorded on its delivery with the
+response code or the error and the number of attempts. The worker task retries with backoff
+(incidents/tasks.py); the delivery is marked failed after MAX_ATTEMPTS, or at once when the
+target refuses it for good (a 4xx other than 408 and 429)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import httpx
+from django.conf import settings
 from django.utils import timezone
 
+from diagnostics.taxonomy import label as category_label
+from incidents.models import Incident, NotificationDelivery, NotificationTarget, TimelineEntry
+
 MAX_ATTEMPTS = 5
+TIMEOUT_S = 10.0
+RETRYABLE_CODES = frozenset({408, 425, 429})
+SENT, FAILED, RETRY, SKIPPED = "sent", "failed", "retry", "skipped"
+EVENT_WORDS = {"opened": "Incident opened", "resolved": "Incident resolved"}
 
 
-def payload(delivery) -> dict:  # noqa: ANN001
-    incident = delivery.incident
-    text = f"[{incident.severity}] {incident.title} ({incident.status})"
-    if delivery.target.kind == "slack":
-        return {"text": text}
-    return {
-        "event": delivery.event,
-        "incident": {"id": incident.pk, "title": incident.title, "category": incident.category,
-                     "severity": incident.severity, "status": incident.status,
-                     "started_at": incident.started_at.isoformat()},
-    }  # fmt: skip
+class Sink:
+    """How one kind of target wants its body. Subclasses register themselves by kind."""
+
+    kind: ClassVar[str]
+    registry: ClassVar[dict[str, type[Sink]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Sink.registry[cls.kind] = cls
+
+    def body(self, *, incident: Incident, event: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class WebhookSink(Sink):
+    kind = NotificationTarget.Kind.WEBHOOK
+
+    def body(self, *, incident: Incident, event: str) -> dict[str, Any]:
+        return {
+            "event": event,
+            "incident": {
+                "id": incident.pk,
+                "title": incident.title,
+                "category": incident.category,
+                "severity": incident.severity,
+                "status": incident.status,
+                "started_at": incident.started_at.isoformat(),
+                "url": incident_url(incident),
+            },
+        }
+
+
+class SlackSink(Sink):
+    kind = NotificationTarget.Kind.SLACK
+
+    def body(self, *, incident: Incident, event: str) -> dict[str, Any]:
+        heading = f"{EVENT_WORDS.get(event, event)}: [{incident.severity}] {incident.title}"
+        url = incident_url(incident)
+        title = f"<{url}|{_escape(incident.title)}>" if url.startswith("http") else _escape(incident.title)
+        details = (
+            f"*Category:* {_escape(category_label(incident.category))}   *Severity:* {incident.severity}   "
+            f"*Status:* {incident.status}   *Started:* {incident.started_at:%Y-%m-%d %H:%M %Z}"
+        )
+        return {
+            "text": heading,  # what notifications and clients without blocks show
+            "blocks": [
+                {"type": "header", "text": {"type": "plain_text", "text": heading[:150]}},
+                {"type": "section", "text": {"type": "mrkdwn", "text": title}},
+                {"type": "context", "elements": [{"type": "mrkdwn", "text": details}]},
+            ],
+        }
+
+
+def _escape(text: str) -> str:
+    """Slack's mrkdwn control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def incident_url(incident: Incident) -> str:
+    """Absolute when CONSOLE_URL says where the console is served, else the path."""
+    base = getattr(settings, "CONSOLE_URL", "").rstrip("/")
+    return base + incident.get_absolute_url()
+
+
+def payload(*, target: NotificationTarget, incident: Incident, event: str) -> dict[str, Any]:
+    return Sink.registry[target.kind]().body(incident=incident, event=event)
+
+
+@dataclass(frozen=True)
+class Response:
+    code: int | None
+    error: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code is not None and 200 <= self.code < 300
+
+    @property
+    def retryable(self) -> bool:
+        return self.code is None or self.code >= 500 or self.code in RETRYABLE_CODES
+
+
+def post(*, url: str, body: dict[str, Any]) -> Response:
+    try:
+        response = httpx.post(url, json=body, timeout=TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        return Response(None, f"{type(exc).__name__}: {exc}"[:500])
+    error = "" if 200 <= response.status_code < 300 else f"HTTP {response.status_code}: {response.text}"
+    return Response(response.status_code, error[:500])
 
 
 def send(*, delivery_id: int) -> str:
-    """'sent', 'failed' or 'retry'."""
-    from incidents.models import NotificationDelivery
+    """One attempt at a delivery: 'sent', 'failed' (gave up), 'retry', or 'skipped' when it is
+    no longer pending or another worker holds this attempt. No transaction stays open over
+    the request (a slow target would hold SQLite's write lock): the attempt is claimed by a
+    conditional update, so a duplicated task cannot send one notification twice at once."""
+    delivery = (
+        NotificationDelivery.objects.select_related("target", "incident").filter(pk=delivery_id).first()
+    )
+    if delivery is None or delivery.status != NotificationDelivery.Status.PENDING:
+        return delivery.status if delivery else SKIPPED  # sent or failed before; or deleted with its incident
+    if not _claim(delivery):
+        return SKIPPED
+    if delivery.target.enabled:
+        response = post(url=delivery.target.url, body=delivery.payload)
+    else:
+        response = Response(None, "The target was disabled before the notification went out.")
+    return _record(delivery, response)
 
-    delivery = NotificationDelivery.objects.select_related("target", "incident").get(pk=delivery_id)
-    if delivery.status == NotificationDelivery.Status.SENT:
-        return "sent"
-    delivery.payload = payload(delivery)
+
+def _claim(delivery: NotificationDelivery) -> bool:
+    if not delivery.payload:
+        delivery.payload = payload(target=delivery.target, incident=delivery.incident, event=delivery.event)
+    claimed = NotificationDelivery.objects.filter(
+        pk=delivery.pk, status=NotificationDelivery.Status.PENDING, attempts=delivery.attempts
+    ).update(attempts=delivery.attempts + 1, payload=delivery.payload)
     delivery.attempts += 1
-    try:
-        response = httpx.post(delivery.target.url, json=delivery.payload, timeout=10)
-        delivery.response_code = response.status_code
-        ok = response.status_code < 300
-        delivery.error = "" if ok else response.text[:500]
-    except httpx.HTTPError as exc:
-        ok, delivery.error = False, f"{type(exc).__name__}: {exc}"[:500]
-    if ok:
+    return claimed == 1
+
+
+def _record(delivery: NotificationDelivery, response: Response) -> str:
+    delivery.response_code, delivery.error = response.code, response.error
+    if response.ok:
         delivery.status, delivery.sent_at = NotificationDelivery.Status.SENT, timezone.now()
-    elif delivery.attempts >= MAX_ATTEMPTS:
+    elif delivery.attempts >= MAX_ATTEMPTS or not response.retryable or not delivery.target.enabled:
         delivery.status = NotificationDelivery.Status.FAILED
-    delivery.save()
-    return "sent" if ok else ("failed" if delivery.status == NotificationDelivery.Status.FAILED else "retry")
+    delivery.save(update_fields=["status", "sent_at", "response_code", "error"])
+    if delivery.status == NotificationDelivery.Status.PENDING:
+        return RETRY
+    _record_on_timeline(delivery)
+    return delivery.status
+
+
+def _record_on_timeline(delivery: NotificationDelivery) -> None:
+    if delivery.status == NotificationDelivery.Status.SENT:
+        text = f"Notified {delivery.target.name} ({delivery.event})."
+    else:
+        text = (
+            f"Notifying {delivery.target.name} ({delivery.event}) failed after "
+            f"{delivery.attempts} attempt(s): {delivery.error}"
+        )
+    TimelineEntry.objects.create(
+        incident=delivery.incident,
+        kind=TimelineEntry.Kind.NOTIFICATION,
+        text=text,
+        data={"delivery": delivery.pk, "target": delivery.target.name, "status": delivery.status},
+    )

@@ -1,15 +1,22 @@
 """Celery tasks of the incidents app: thin wrappers around their services."""
 
 from celery import shared_task
+from django.conf import settings
+
+RETRY_CEILING_S = 300
 
 
-@shared_task(name="incidents.send_delivery", ignore_result=True, bind=True, max_retries=5)
+# max_retries: delivery.MAX_ATTEMPTS - 1 (not imported: this module loads before the models).
+@shared_task(name="incidents.send_delivery", ignore_result=True, bind=True, max_retries=4)
 def send_delivery(self, *, delivery_id: int) -> None:
-    """Send one notification; retried with backoff while the target fails."""
+    """Send one notification; retried with exponential backoff (NOTIFY_RETRY_BACKOFF_S, then
+    twice as long each time, at most five minutes) while the target fails. The delivery row
+    counts the attempts and marks itself failed after the last."""
     from incidents import delivery
 
-    if delivery.send(delivery_id=delivery_id) == "retry":
-        raise self.retry(countdown=min(2**self.request.retries * 5, 300))
+    if delivery.send(delivery_id=delivery_id) == delivery.RETRY:
+        base = getattr(settings, "NOTIFY_RETRY_BACKOFF_S", 5)
+        raise self.retry(countdown=min(base * 2**self.request.retries, RETRY_CEILING_S))
 
 
 @shared_task(name="incidents.evaluate_alerts", ignore_result=True, soft_time_limit=120, time_limit=150)

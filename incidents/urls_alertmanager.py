@@ -1,3 +1,9 @@
 """The Alertmanager webhook receiver's URL (part of the incidents namespace)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from incidents.views import alertmanager
+
+urlpatterns = [
+    path("incidents/alertmanager/", alertmanager.receive, name="alertmanager"),
+]

@@ -139,6 +139,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 TRIAGE_MAX_UPLOAD_BYTES = env_int("TRIAGE_MAX_UPLOAD_BYTES", 2 << 30)
 # Alertmanager's webhook sends it as "Authorization: Bearer <token>"; blank turns the receiver off.
 ALERTMANAGER_TOKEN = env_str("ALERTMANAGER_TOKEN", "")
+# The console's public base URL, so links in notifications are absolute (e.g. https://console.example.com).
+CONSOLE_URL = env_str("CONSOLE_URL", "")
+NOTIFY_RETRY_BACKOFF_S = 5.0  # first retry of a failed notification; doubles up to 300 s
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"

@@ -1,0 +1,444 @@
+"""Alerts from Alertmanager's webhook (payload version 4) into incidents.
+
+parse() checks a payload at the boundary and returns a typed spec, or raises PayloadError
+naming the field at fault. receive() keeps each alert by fingerprint (written in bulk, so a
+burst of a thousand alerts costs a few statements) and moves incidents on through
+lifecycle: an alert that starts firing opens or joins the incident for its fault, an alert
+that resolves mitigates it. An alert on an inventory instance uses the console's own key for
+that instance and category, so a Prometheus alert joins the incident an alert rule opened
+for the same fault instead of opening a second one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import transaction
+
+from diagnostics.taxonomy import CATEGORIES
+from fleet.models import Instance
+from incidents import lifecycle
+from incidents.models import Incident, MaintenanceWindow, ReceivedAlert, Source, Status
+from incidents.notify import SEVERITY_ORDER
+
+MAX_BODY_BYTES = 5 * 1024 * 1024
+BATCH_SIZE = 500
+FIRING, RESOLVED = "firing", "resolved"
+
+# The guide's alerting rules for vLLM, by alertname.
+ALERTNAME_CATEGORIES = {
+    "VLLMGPUCacheNearFull": "oom.kv_pressure",
+    "VLLMKVCacheNearFull": "oom.kv_pressure",
+    "VLLMServiceDown": "process.not_started",
+    "VLLMHighErrorRate": "server.5xx",
+    "VLLMHighTTFT": "timeout.ttft",
+    "VLLMQueueBacklog": "rate_limit.queue",
+    "GPUTemperatureHigh": "gpu.thermal",
+    "VLLMHighLatency": "timeout.tps",
+}
+# Prometheus's severity labels onto the console's severities; the console's own pass through.
+SEVERITIES = {"critical": "critical", "warning": "major", "info": "info", "major": "major", "minor": "minor"}
+DEFAULT_SEVERITY = "major"
+# Labels that describe an alert rather than say which fault it is: left out of "am:" keys.
+DESCRIPTIVE_LABELS = frozenset({"alertname", "severity", "category"})
+INSTANCE_NAME_LABELS = ("llm_instance", "vllm_instance")
+MAX_KEY_LENGTH = 200  # Incident.dedup_key
+ALERTS_IN_TIMELINE = 20
+
+
+class PayloadError(ValueError):
+    """A payload the receiver refuses; `field` names where it went wrong, like alerts[3].startsAt."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class AlertSpec:
+    status: str
+    fingerprint: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: datetime | None
+    ends_at: datetime | None
+    generator_url: str
+
+    @property
+    def alertname(self) -> str:
+        return self.labels.get("alertname", "")
+
+
+@dataclass(frozen=True)
+class WebhookSpec:
+    receiver: str
+    status: str
+    group_key: str
+    truncated_alerts: int
+    external_url: str
+    alerts: tuple[AlertSpec, ...]
+
+
+@dataclass
+class Outcome:
+    received: int
+    new: int = 0
+    incidents_opened: int = 0
+    silenced: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+# --- the boundary -------------------------------------------------------------------------
+
+
+def parse(*, body: bytes) -> WebhookSpec:
+    """The webhook spec of a request body, or PayloadError naming the first field at fault."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise PayloadError("body", "is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise PayloadError("body", "must be a JSON object")
+    version = data.get("version")
+    if version != "4":
+        raise PayloadError("version", f'must be "4" (Alertmanager\'s webhook payload), not {_shown(version)}')
+    alerts = data.get("alerts")
+    if not isinstance(alerts, list):
+        raise PayloadError("alerts", "must be a list of alerts")
+    for name in ("groupLabels", "commonLabels", "commonAnnotations"):
+        _string_map(data.get(name, {}), name)
+    truncated = data.get("truncatedAlerts", 0)
+    if not isinstance(truncated, int) or isinstance(truncated, bool) or truncated < 0:
+        raise PayloadError("truncatedAlerts", "must be a whole number of at least 0")
+    return WebhookSpec(
+        receiver=_string(data, "receiver", "receiver"),
+        status=_string(data, "status", "status"),
+        group_key=_string(data, "groupKey", "groupKey"),
+        truncated_alerts=truncated,
+        external_url=_string(data, "externalURL", "externalURL"),
+        alerts=tuple(_alert(item, f"alerts[{i}]") for i, item in enumerate(alerts)),
+    )
+
+
+def _alert(item: Any, where: str) -> AlertSpec:
+    if not isinstance(item, dict):
+        raise PayloadError(where, "must be an object")
+    status = item.get("status")
+    if status not in (FIRING, RESOLVED):
+        raise PayloadError(f"{where}.status", f'must be "firing" or "resolved", not {_shown(status)}')
+    if "labels" not in item:
+        raise PayloadError(f"{where}.labels", "is missing")
+    labels = _string_map(item["labels"], f"{where}.labels")
+    fingerprint = item.get("fingerprint") or _fingerprint(labels)
+    if not isinstance(fingerprint, str) or len(fingerprint) > 64:
+        raise PayloadError(f"{where}.fingerprint", "must be a string of at most 64 characters")
+    if "startsAt" not in item:
+        raise PayloadError(f"{where}.startsAt", "is missing")
+    return AlertSpec(
+        status=status,
+        fingerprint=fingerprint,
+        labels=labels,
+        annotations=_string_map(item.get("annotations", {}), f"{where}.annotations"),
+        starts_at=_timestamp(item["startsAt"], f"{where}.startsAt"),
+        ends_at=_timestamp(item.get("endsAt"), f"{where}.endsAt"),
+        generator_url=_string(item, "generatorURL", f"{where}.generatorURL"),
+    )
+
+
+def _string(data: dict, key: str, where: str) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise PayloadError(where, "must be a string")
+    return value
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise PayloadError(where, "must be an object of strings")
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise PayloadError(f"{where}.{key}", "must be a string")
+    return value
+
+
+def _timestamp(value: Any, where: str) -> datetime | None:
+    """RFC 3339, as Go writes it (nanoseconds allowed); Go's zero time means "not set"."""
+    if value is None or value == "":
+        return None
+    try:
+        if not isinstance(value, str) or "T" not in value:
+            raise ValueError
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise PayloadError(where, f"must be an RFC 3339 timestamp, not {_shown(value)}") from None
+    if at.tzinfo is None:
+        raise PayloadError(where, f"must carry a time zone offset: {_shown(value)}")
+    return None if at.year == 1 else at
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _fingerprint(labels: dict[str, str]) -> str:
+    """For senders that leave fingerprints out: stable over the labels, like Alertmanager's."""
+    return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# --- what an alert means ------------------------------------------------------------------
+
+
+def category_for(*, labels: dict[str, str]) -> str:
+    """A `category` label naming a taxonomy key wins; then the guide's alertnames; else other."""
+    if labels.get("category") in CATEGORIES:
+        return labels["category"]
+    return ALERTNAME_CATEGORIES.get(labels.get("alertname", ""), "other")
+
+
+def severity_for(*, labels: dict[str, str]) -> str:
+    return SEVERITIES.get(labels.get("severity", "").lower(), DEFAULT_SEVERITY)
+
+
+class Inventory:
+    """The instances an alert's labels can name: by name, or by the host:port Prometheus
+    scrapes (its `instance` label), read once per payload."""
+
+    def __init__(self, instances: list[Instance]) -> None:
+        self.by_name = {i.name: i for i in instances}
+        self.by_address: dict[str, Instance] = {}
+        for instance in instances:
+            for address in _addresses(instance.base_url):
+                self.by_address.setdefault(address, instance)
+
+    @classmethod
+    def load(cls) -> Inventory:
+        return cls(list(Instance.objects.select_related("host", "state")))
+
+    def instance_for(self, labels: dict[str, str]) -> Instance | None:
+        for name in INSTANCE_NAME_LABELS:
+            if labels.get(name) in self.by_name:
+                return self.by_name[labels[name]]
+        return self.by_address.get(labels.get("instance", "").lower())
+
+
+def _addresses(base_url: str) -> list[str]:
+    parts = urlsplit(base_url)
+    host = (parts.hostname or "").lower()
+    if not host:
+        return []
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return []
+    return [f"{host}:{port}"] + ([] if parts.port else [host])
+
+
+def key_for(*, labels: dict[str, str], category: str, instance: Instance | None) -> str:
+    """The incident key: the console's own for an inventory instance, else "am:" with the
+    alertname and the labels that identify the fault (hashed when they would not fit)."""
+    if instance is not None:
+        return lifecycle.dedup_key(instance=instance, category=category)
+    alertname = labels.get("alertname", "")
+    identity = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in DESCRIPTIVE_LABELS)
+    key = f"am:{alertname}:{identity}" if identity else f"am:{alertname}"
+    if len(key) <= MAX_KEY_LENGTH:
+        return key
+    return f"am:{alertname[:120]}:sha256:{hashlib.sha256(identity.encode()).hexdigest()[:40]}"
+
+
+# --- receiving ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Fault:
+    """The alerts of one payload that share an incident key."""
+
+    key: str
+    category: str
+    instance: Instance | None
+    alerts: list[AlertSpec] = field(default_factory=list)
+
+
+def receive(*, webhook: WebhookSpec, at: datetime) -> Outcome:
+    """Store every alert of the payload (upserted by fingerprint) and move incidents on, in
+    one transaction: a payload is taken whole or not at all, and Alertmanager retries what
+    failed. Only alerts that changed state move incidents, because Alertmanager resends a
+    group's firing alerts with every notification."""
+    alerts = {a.fingerprint: a for a in webhook.alerts}  # the last of a duplicated fingerprint wins
+    outcome = Outcome(received=len(webhook.alerts))
+    inventory = Inventory.load()
+    with transaction.atomic():
+        previous = _lock_previous(sorted(alerts))
+        outcome.new = len(alerts) - len(previous)
+        rows = _upsert(alerts, previous, receiver=webhook.receiver, at=at)
+        links: dict[str, Incident] = {}
+        for fault in _faults(alerts, previous, inventory):
+            _move_incident(fault, webhook, at, outcome, links)
+        linked = [row for row in rows if row.fingerprint in links]
+        for row in linked:
+            row.incident = links[row.fingerprint]
+        ReceivedAlert.objects.bulk_update(linked, ["incident"], batch_size=BATCH_SIZE)
+    return outcome
+
+
+@dataclass(frozen=True)
+class _Previous:
+    status: str
+    times_received: int
+    incident_id: int | None
+
+
+def _lock_previous(fingerprints: list[str]) -> dict[str, _Previous]:
+    """The stored alerts among `fingerprints`, locked in fingerprint order (so concurrent
+    payloads take their locks in one order and do not deadlock)."""
+    found = {}
+    for start in range(0, len(fingerprints), BATCH_SIZE):
+        rows = (
+            ReceivedAlert.objects.select_for_update()
+            .filter(fingerprint__in=fingerprints[start : start + BATCH_SIZE])
+            .order_by("fingerprint")
+            .values_list("fingerprint", "status", "times_received", "incident_id")
+        )
+        found.update({fp: _Previous(*rest) for fp, *rest in rows})
+    return found
+
+
+UPSERT_FIELDS = [
+    "status", "alertname", "labels", "annotations", "starts_at", "ends_at", "generator_url", "receiver",
+    "last_received", "times_received",
+]  # fmt: skip
+
+
+def _upsert(
+    alerts: dict[str, AlertSpec], previous: dict[str, _Previous], *, receiver: str, at: datetime
+) -> list[ReceivedAlert]:
+    rows = []
+    for fingerprint in sorted(alerts):
+        alert, before = alerts[fingerprint], previous.get(fingerprint)
+        rows.append(
+            ReceivedAlert(
+                fingerprint=fingerprint,
+                status=alert.status,
+                alertname=alert.alertname[:200],
+                labels=alert.labels,
+                annotations=alert.annotations,
+                starts_at=alert.starts_at,
+                ends_at=alert.ends_at,
+                generator_url=alert.generator_url[:1000],
+                receiver=receiver[:200],
+                first_received=at,
+                last_received=at,
+                times_received=before.times_received + 1 if before else 1,
+                incident_id=before.incident_id if before else None,
+            )
+        )
+    # A fingerprint first seen by two payloads at once: the later insert updates the earlier.
+    return ReceivedAlert.objects.bulk_create(
+        rows,
+        batch_size=BATCH_SIZE,
+        update_conflicts=True,
+        unique_fields=["fingerprint"],
+        update_fields=UPSERT_FIELDS,
+    )
+
+
+def _faults(
+    alerts: dict[str, AlertSpec], previous: dict[str, _Previous], inventory: Inventory
+) -> list[_Fault]:
+    """The alerts that changed state, grouped by incident key, in key order. A firing alert
+    not yet on an incident (new, or silenced before) counts as changed."""
+    faults: dict[str, _Fault] = {}
+    for fingerprint, alert in alerts.items():
+        if not _changed(alert, previous.get(fingerprint)):
+            continue
+        instance = inventory.instance_for(alert.labels)
+        category = category_for(labels=alert.labels)
+        key = key_for(labels=alert.labels, category=category, instance=instance)
+        faults.setdefault(key, _Fault(key, category, instance)).alerts.append(alert)
+    return [faults[key] for key in sorted(faults)]
+
+
+def _changed(alert: AlertSpec, before: _Previous | None) -> bool:
+    if before is None or before.status != alert.status:
+        return True
+    return alert.status == FIRING and before.incident_id is None
+
+
+def _move_incident(
+    fault: _Fault, webhook: WebhookSpec, at: datetime, outcome: Outcome, links: dict[str, Incident]
+) -> None:
+    firing = [a for a in fault.alerts if a.status == FIRING]
+    if firing:
+        if fault.instance is not None and MaintenanceWindow.objects.covering(instance=fault.instance, at=at):
+            outcome.silenced += len(firing)
+            return
+        incident, opened = _fire(fault, firing, webhook, at)
+        outcome.incidents_opened += opened
+    else:
+        incident = _clear(fault, webhook, at)
+    if incident is not None:
+        links.update({a.fingerprint: incident for a in fault.alerts})
+
+
+def _fire(
+    fault: _Fault, firing: list[AlertSpec], webhook: WebhookSpec, at: datetime
+) -> tuple[Incident, bool]:
+    first = firing[0]
+    where = fault.instance.name if fault.instance else first.labels.get("instance", "")
+    severities = [severity_for(labels=a.labels) for a in firing]
+    return lifecycle.open_or_join(
+        key=fault.key,
+        title=f"{first.alertname or 'Alertmanager alert'}" + (f" on {where}" if where else ""),
+        category=fault.category,
+        severity=max(severities, key=SEVERITY_ORDER.index),
+        source=Source.ALERTMANAGER,
+        at=at,
+        started_at=min((a.starts_at for a in firing if a.starts_at), default=at),
+        text=_text(firing, "firing"),
+        instances=[fault.instance] if fault.instance else [],
+        data=_data(firing, webhook),
+    )
+
+
+def _clear(fault: _Fault, webhook: WebhookSpec, at: datetime) -> Incident | None:
+    """Mitigate the fault's incident, unless another alert on it still fires."""
+    still_firing = ReceivedAlert.objects.filter(
+        incident__dedup_key=fault.key, incident__status__in=[Status.OPEN, Status.MITIGATED], status=FIRING
+    ).exists()
+    if still_firing:
+        return Incident.objects.unresolved().filter(dedup_key=fault.key).first()
+    return lifecycle.alert_cleared(
+        key=fault.key, at=at, text=_text(fault.alerts, "resolved"), data=_data(fault.alerts, webhook)
+    )
+
+
+def _text(alerts: list[AlertSpec], status: str) -> str:
+    first = alerts[0]
+    summary = first.annotations.get("summary") or first.annotations.get("description", "")
+    more = f" and {len(alerts) - 1} more alert(s)" if len(alerts) > 1 else ""
+    return f"Alertmanager: {first.alertname} {status}{more}." + (f" {summary}" if summary else "")
+
+
+def _data(alerts: list[AlertSpec], webhook: WebhookSpec) -> dict[str, Any]:
+    return {
+        "receiver": webhook.receiver,
+        "external_url": webhook.external_url,
+        "alerts": [
+            {
+                "fingerprint": a.fingerprint,
+                "labels": a.labels,
+                "starts_at": a.starts_at.isoformat() if a.starts_at else None,
+                "generator_url": a.generator_url,
+            }
+            for a in alerts[:ALERTS_IN_TIMELINE]
+        ],
+        "alert_count": len(alerts),
+    }
