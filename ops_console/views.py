@@ -37,10 +37,3 @@ def home(request: HttpRequest) -> HttpResponse:
     if counts["gpus"]:
         context["memory_figure"] = gpu_memory_by_host()
     return render(request, "ops_console/home.html", context)
-
-
-@role_required(Role.VIEWER)
-def section(request: HttpRequest, *, title: str, section: str, summary: str) -> HttpResponse:
-    """A navigation section whose tools are not in this build yet: says so plainly."""
-    context = {"title": title, "section": section, "summary": summary}
-    return render(request, "ops_console/section.html", context)

@@ -39,8 +39,3 @@ def test_the_overview_draws_a_plotly_chart_once_there_are_gpus(viewer_client):
 def test_the_overview_of_an_empty_fleet_says_how_to_start(viewer_client):
     content = viewer_client.get(reverse("home")).content.decode()
     assert "No GPU hosts yet" in content and "demo_fleet" in content
-
-
-def test_sections_not_built_yet_say_so_plainly(viewer_client):
-    content = viewer_client.get(reverse("incidents:index")).content.decode()
-    assert "not in this build yet" in content
