@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from incidents import alertmanager
+from incidents import alertmanager, alertmanager_payload
 
 NOT_CONFIGURED = (
     "The Alertmanager receiver is not configured: set ALERTMANAGER_TOKEN in the console's environment "
@@ -28,11 +28,11 @@ def receive(request: HttpRequest) -> JsonResponse:
         return refusal
     body = _read_body(request)
     if body is None:
-        limit = alertmanager.MAX_BODY_BYTES
+        limit = alertmanager_payload.MAX_BODY_BYTES
         return JsonResponse({"error": f"The payload is larger than {limit} bytes."}, status=413)
     try:
-        webhook = alertmanager.parse(body=body)
-    except alertmanager.PayloadError as exc:
+        webhook = alertmanager_payload.parse(body=body)
+    except alertmanager_payload.PayloadError as exc:
         return JsonResponse({"error": str(exc), "field": exc.field}, status=400)
     outcome = alertmanager.receive(webhook=webhook, at=timezone.now())
     return JsonResponse(outcome.as_dict())
@@ -58,7 +58,7 @@ def _read_body(request: HttpRequest) -> bytes | None:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
-    if declared > alertmanager.MAX_BODY_BYTES:
+    if declared > alertmanager_payload.MAX_BODY_BYTES:
         return None
-    body = request.read(alertmanager.MAX_BODY_BYTES + 1)
-    return None if len(body) > alertmanager.MAX_BODY_BYTES else body
+    body = request.read(alertmanager_payload.MAX_BODY_BYTES + 1)
+    return None if len(body) > alertmanager_payload.MAX_BODY_BYTES else body

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from fleet.models import InstanceState, MetricSample
-from incidents import alertmanager
+from incidents import alertmanager, alertmanager_payload
 from incidents.alerting import evaluate
 from incidents.models import AlertRule, Incident, MaintenanceWindow, ReceivedAlert, TimelineEntry
 from tests.factories import make_host, make_instance
@@ -38,7 +38,7 @@ def alert(name: str = "NodeDiskFull", status: str = "firing", fingerprint: str =
         "startsAt": "2026-12-03T02:58:00.123456789Z",
         "endsAt": "2026-12-03T03:05:00Z" if status == "resolved" else "0001-01-01T00:00:00Z",
         "generatorURL": "http://prometheus:9090/graph?g0.expr=up",
-        "fingerprint": fingerprint or alertmanager._fingerprint(labels),
+        "fingerprint": fingerprint or alertmanager_payload.fingerprint_of(labels),
     }
 
 
@@ -310,7 +310,7 @@ def test_a_malformed_payload_is_refused_with_400_naming_the_field(client, case):
 @pytest.mark.django_db
 def test_a_payload_over_5_mb_is_refused_with_413(client):
     payload = webhook(alert(node="n1"))
-    payload["commonAnnotations"] = {"padding": "x" * alertmanager.MAX_BODY_BYTES}
+    payload["commonAnnotations"] = {"padding": "x" * alertmanager_payload.MAX_BODY_BYTES}
     response = post(client, payload)
     assert response.status_code == 413 and "larger than" in response.json()["error"]
     assert not ReceivedAlert.objects.exists()
