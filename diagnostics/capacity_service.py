@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from diagnostics import sizing_service
 from diagnostics.forms import SizingForm
-from diagnostics.models import CapacityFinding, InstanceSizing
+from diagnostics.models import CapacityFinding, InstanceSizing, ModelSpec
 from diagnostics.sizing.capacity import Issue, ObservedLoad, check
 from fleet.models import Engine, Instance, MetricSample
 
@@ -31,8 +31,9 @@ def check_fleet(*, now: datetime | None = None) -> dict[str, int]:
     """Check every enabled vLLM instance; counts of checked, unsized and open findings."""
     now = now or timezone.now()
     counts = {"checked": 0, "not_sized": 0, "open_findings": 0}
+    specs = list(ModelSpec.objects.all())  # the catalogue once, not once per instance
     for instance in Instance.objects.enabled().filter(engine=Engine.VLLM).prefetch_related("gpus"):
-        issues = check_instance(instance=instance, now=now)
+        issues = check_instance(instance=instance, now=now, specs=specs)
         counts["checked"] += 1
         if issues is None:
             counts["not_sized"] += 1
@@ -50,13 +51,15 @@ def observed_load(*, instance: Instance, now: datetime) -> ObservedLoad:
     return ObservedLoad(**{_LOAD_SAMPLES[row["name"]]: row["top"] for row in maxima})
 
 
-def check_instance(*, instance: Instance, now: datetime) -> list[Issue] | None:
+def check_instance(
+    *, instance: Instance, now: datetime, specs: list[ModelSpec] | None = None
+) -> list[Issue] | None:
     """Size one instance and store its findings; None when it cannot be sized (the reason is
     kept on its InstanceSizing)."""
-    params, missing = sizing_service.params_for_instance(instance)
+    params, missing = sizing_service.params_for_instance(instance, specs=specs)
     query = QueryDict(mutable=True)
     query.update({k: str(v) for k, v in params.items()})
-    form = SizingForm(query)
+    form = SizingForm(query, specs=specs)
     problem, result, issues = "; ".join(missing), None, None
     if not problem and not form.is_valid():
         problem = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())

@@ -8,6 +8,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from diagnostics.configgen.vllm_flags import SUPPORTED_VERSIONS
+from diagnostics.sizing.versions import nearest_choice
 from fleet.models import Gateway, Instance
 
 
@@ -36,9 +38,9 @@ def from_instance(instance: Instance) -> dict[str, str]:
     port = urlsplit(instance.base_url).port
     if port:
         values["port"] = str(port)
-    version = re.match(r"v?(\d+\.\d+)", instance.engine_version or "")
+    version = nearest_choice(instance.engine_version or "", SUPPORTED_VERSIONS)
     if version:
-        values["vllm_version"] = _nearest_version(version[1])
+        values["vllm_version"] = version
     indexes = sorted(instance.gpus.values_list("index", flat=True))
     if indexes:
         values["gpu_devices"] = ",".join(str(i) for i in indexes)
@@ -46,18 +48,6 @@ def from_instance(instance: Instance) -> dict[str, str]:
         values["api_key_env"] = instance.api_key_env
     values["base_url"] = instance.base_url.rstrip("/") + "/v1"  # for the client generator
     return values
-
-
-def _nearest_version(version: str) -> str:
-    """The newest supported version not after the instance's."""
-    from diagnostics.configgen.vllm_flags import SUPPORTED_VERSIONS, parse
-
-    wanted = parse(version)
-    chosen = SUPPORTED_VERSIONS[0]
-    for candidate in SUPPORTED_VERSIONS:
-        if parse(candidate) <= wanted:
-            chosen = candidate
-    return chosen
 
 
 def from_gateway(gateway: Gateway) -> dict[str, str]:

@@ -16,6 +16,7 @@ from diagnostics.sizing.calculator import SizingSpec
 from diagnostics.sizing.catalog import MAX_CONFIG_BYTES, entry_from_upload
 from diagnostics.sizing.figures import GiB
 from fleet import gpu_catalog
+from fleet.models import DType
 
 QUANTIZATION_CHOICES = [
     ("", "the checkpoint's own"),
@@ -33,7 +34,7 @@ KV_DTYPE_CHOICES = [
     ("fp8_e4m3", "fp8_e4m3"),
     ("fp8_e5m2", "fp8_e5m2"),
 ]
-DTYPE_CHOICES = [("auto", "auto"), ("bfloat16", "bfloat16"), ("float16", "float16"), ("float32", "float32")]
+DTYPE_CHOICES = DType.choices
 BLOCK_CHOICES = [("", "engine default"), ("16", "16"), ("32", "32"), ("64", "64"), ("128", "128")]
 
 
@@ -86,10 +87,13 @@ class SizingForm(forms.Form):
     )
     enforce_eager = forms.BooleanField(label="--enforce-eager", required=False)
 
-    def __init__(self, *args: Any, extra: ModelSpec | None = None, **kwargs: Any) -> None:
-        """`extra`: a model outside the catalogue (the CLI's --config), sized without saving."""
+    def __init__(
+        self, *args: Any, extra: ModelSpec | None = None, specs: list[ModelSpec] | None = None, **kwargs: Any
+    ) -> None:
+        """`extra`: a model outside the catalogue (the CLI's --config), sized without saving.
+        `specs`: the catalogue, when the caller has loaded it already (the fleet check)."""
         super().__init__(*args, **kwargs)
-        self.specs = {spec.key: spec for spec in ModelSpec.objects.all()}
+        self.specs = {spec.key: spec for spec in (specs if specs is not None else ModelSpec.objects.all())}
         if extra is not None:
             self.specs[extra.key] = extra
         self.fields["model"].choices = [(key, spec.name) for key, spec in self.specs.items()]

@@ -11,10 +11,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from diagnostics.models import ModelSpec
-from diagnostics.sizing import calculator, catalog, kv_cache
+from diagnostics.sizing import calculator, catalog, kv_cache, versions
 from diagnostics.sizing.catalog import CatalogEntry
 from fleet.models import Instance
 
+_SIZING_VERSIONS = [value for value, _ in versions.VERSION_CHOICES]
 CHART_UTILIZATIONS = (0.8, 0.85, 0.9, 0.95)
 CHART_KV_DTYPES = (("auto", "solid"), ("fp8", "dash"))
 
@@ -31,9 +32,11 @@ def run(form: Any) -> calculator.Sizing:
         raise SizingInputError(str(exc)) from None
 
 
-def params_for_instance(instance: Instance) -> tuple[dict[str, Any], list[str]]:
+def params_for_instance(
+    instance: Instance, *, specs: list[ModelSpec] | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Query parameters that size an inventory instance as it is launched, and what could
-    not be taken from it."""
+    not be taken from it. `specs`: the catalogue, when the caller has loaded it already."""
     missing: list[str] = []
     params: dict[str, Any] = {
         "gpus": instance.tensor_parallel_size * instance.pipeline_parallel_size,
@@ -50,36 +53,19 @@ def params_for_instance(instance: Instance) -> tuple[dict[str, Any], list[str]]:
     if instance.dtype != "auto":
         params["dtype"] = instance.dtype
     if instance.engine_version:
-        params["vllm_version"] = _version_choice(instance.engine_version)
-    entry = catalog.find(instance.served_model_name, ModelSpec.objects.all().entries())
+        params["vllm_version"] = versions.nearest_choice(instance.engine_version, _SIZING_VERSIONS)
+    entries = [spec.entry() for spec in specs] if specs is not None else ModelSpec.objects.all().entries()
+    entry = catalog.find(instance.served_model_name, entries)
     if entry:
         params["model"] = entry.key
     else:
         missing.append(f"the served model {instance.served_model_name!r} is not in the sizing catalogue")
-    gpu = instance.gpus.order_by("index").first()
+    gpu = min(instance.gpus.all(), key=lambda g: g.index, default=None)  # prefetched by fleet checks
     if gpu:
         params["gpu"] = gpu.model
     else:
         missing.append("the instance has no GPUs in the inventory")
     return params, missing
-
-
-def _version_choice(version: str) -> str:
-    """The sizing page's version choice that covers an engine version like 0.11.2; older
-    releases (V0) are sized as the oldest modelled one, newer as the newest."""
-    import re
-
-    from diagnostics.sizing.versions import NEWEST, OLDEST, VERSION_CHOICES
-
-    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
-    if not match:
-        return ""
-    wanted = min(max((int(match[1]), int(match[2])), OLDEST), NEWEST)
-    chosen = ""
-    for value, _ in VERSION_CHOICES:
-        if tuple(int(p) for p in value.split(".")) <= wanted:
-            chosen = value
-    return chosen
 
 
 def save_upload(entry: CatalogEntry) -> ModelSpec:

@@ -270,7 +270,7 @@ def choices() -> list[tuple[str, str]]:
 
 def find(name: str) -> GpuModel | None:
     """A GPU model by key ("h100-80gb") or by name as people write it ("H100", "NVIDIA A100 80GB")."""
-    wanted = "".join(ch for ch in name.lower().replace("nvidia", "") if ch.isalnum())
+    wanted = _squash(name)
     if name in CATALOGUE:
         return CATALOGUE[name]
     exact = [g for g in CATALOGUE.values() if wanted in (_squash(g.key), _squash(g.name))]

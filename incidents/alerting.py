@@ -13,7 +13,7 @@ from django.utils import timezone
 from fleet.models import Instance
 from incidents import lifecycle
 from incidents.alert_engine import RuleSpec, StateSpec, step
-from incidents.alert_signals import values
+from incidents.alert_signals import values_for
 from incidents.models import AlertRule, AlertState, Incident, MaintenanceWindow, Source, TimelineEntry
 
 
@@ -24,9 +24,10 @@ def evaluate(*, now: datetime | None = None) -> dict[str, int]:
     instances = list(Instance.objects.enabled().select_related("state", "host"))
     states = {(s.rule_id, s.instance_id): s for s in AlertState.objects.filter(rule__in=rules)}
     down_hosts = _down_hosts(instances)
+    signals = values_for(instances, now)
     counts = {"fired": 0, "resolved": 0, "silenced": 0}
     for instance in instances:
-        current = values(instance, now)
+        current = signals[instance.pk]
         for rule in rules:
             record = states.get((rule.pk, instance.pk)) or AlertState(rule=rule, instance=instance)
             spec = RuleSpec(rule.key, rule.signal, rule.comparison, rule.threshold, rule.for_seconds)

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from diagnostics.models import CapacityFinding
 from fleet.models import GpuHost, Instance, MetricSample
@@ -186,7 +185,3 @@ def snapshot(*, instances: list[Instance], at: datetime) -> dict[str, Any]:
             },
         }
     return result
-
-
-def now() -> datetime:
-    return timezone.now()

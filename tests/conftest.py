@@ -81,8 +81,7 @@ PASSWORD = "correct-horse-battery-staple"
 def _user(username: str, role: Role | None) -> User:
     user = User.objects.create_user(username=username, password=PASSWORD)
     if role is not None:
-        # get_or_create: a transactional test flushes the groups migrate created
-        user.groups.add(Group.objects.get_or_create(name=role.group_name)[0])
+        user.groups.add(Group.objects.get(name=role.group_name))
     return user
 
 
@@ -116,3 +115,25 @@ HTMX_HEADERS = {"HTTP_HX_REQUEST": "true"}
 def _fast_password_hashing(settings):
     # PBKDF2's deliberate slowness would dominate the suite; login behaviour is unchanged.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _migrated_data(request):
+    """The rows migrate seeds (role groups, the sizing catalogue, the alert rules): a
+    transactional test flushes every table afterwards, so put them back for each test that
+    uses the database."""
+    uses_db = request.node.get_closest_marker("django_db") is not None
+    if not uses_db and "db" in request.fixturenames:
+        request.getfixturevalue("db")
+        uses_db = True
+    if not uses_db:
+        return
+    from diagnostics.catalogue_seed import seed_shipped
+    from diagnostics.models import ModelSpec
+    from incidents.default_rules import seed_rules
+    from incidents.models import AlertRule
+
+    for role in Role:
+        Group.objects.get_or_create(name=role.group_name)
+    seed_shipped(ModelSpec)
+    seed_rules(AlertRule)

@@ -10,6 +10,7 @@ cache after warm-up with a different accounting; they are refused rather than gu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 DEFAULT_VERSION = "0.21"
@@ -85,3 +86,18 @@ def behaviour(version: str | None) -> VllmBehaviour:
             f"does not model yet (0.10 to 0.32 are modelled)"
         )
     return VllmBehaviour(parsed)
+
+
+def nearest_choice(version: str, choices: Iterable[str]) -> str:
+    """The newest of `choices` (like "0.11") not after `version` (like "v0.11.2"): the choice
+    that covers it; the oldest choice for older versions, "" for text that is no version."""
+    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
+    if not match:
+        return ""
+    wanted = (int(match[1]), int(match[2]))
+    ordered = sorted(choices, key=lambda c: tuple(int(p) for p in c.split(".")[:2]))
+    chosen = ordered[0] if ordered else ""
+    for choice in ordered:
+        if tuple(int(p) for p in choice.split(".")[:2]) <= wanted:
+            chosen = choice
+    return chosen

@@ -42,7 +42,6 @@ class Walk:
     steps: list[Step] = field(default_factory=list)
     tree: Tree | None = None
     current: Node | None = None  # the open question, or the leaf reached
-    readings: dict[int, tuple[int, Reading]] = field(default_factory=dict)  # for the open question
     problem: str = ""
 
     @property

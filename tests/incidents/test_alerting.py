@@ -8,18 +8,11 @@ import pytest
 
 from fleet.models import InstanceState, MetricSample
 from incidents.alerting import evaluate
-from incidents.models import AlertRule, AlertState, Incident, MaintenanceWindow, TimelineEntry
+from incidents.models import AlertState, Incident, MaintenanceWindow, TimelineEntry
 from tests.factories import make_host, make_instance
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 12, 3, 3, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def rules():
-    from incidents.default_rules import seed_rules
-
-    seed_rules(AlertRule)  # a transactional test elsewhere may have flushed what migrate seeded
 
 
 def sample(instance, name, value, at):

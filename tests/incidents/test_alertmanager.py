@@ -16,7 +16,7 @@ from django.urls import reverse
 from fleet.models import InstanceState, MetricSample
 from incidents import alertmanager, alertmanager_payload
 from incidents.alerting import evaluate
-from incidents.models import AlertRule, Incident, MaintenanceWindow, ReceivedAlert, TimelineEntry
+from incidents.models import Incident, MaintenanceWindow, ReceivedAlert, TimelineEntry
 from tests.factories import make_host, make_instance
 
 TOKEN = "am-webhook-token-0123456789"
@@ -166,9 +166,6 @@ def test_a_resolved_alert_leaves_the_incident_open_while_another_of_its_alerts_s
 
 def _console_opens_kv_pressure_incident(instance) -> Incident:
     """What the console's own alert rule does when the KV cache stays above 95 %."""
-    from incidents.default_rules import seed_rules
-
-    seed_rules(AlertRule)
     InstanceState.objects.update_or_create(instance=instance, defaults={"verdict": "degraded"})
     for i in range(6):
         at = T0 + timedelta(seconds=30 * i)

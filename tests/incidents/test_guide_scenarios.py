@@ -16,7 +16,6 @@ from fleet import probe_service
 from fleet.simulator.fleet_runner import SimulatorThread
 from fleet.simulator.scenarios import load_scenario
 from incidents.alerting import evaluate
-from incidents.default_rules import seed_rules
 from incidents.models import AlertRule, Incident
 from tests.factories import make_gpu, make_host, make_instance
 
@@ -32,7 +31,6 @@ def free_port() -> int:
 def replay(name: str, *, time_scale: float, seconds: float, until=lambda: False):
     """Run a shipped scenario on a free port with its instance in the inventory, probing and
     evaluating the rules about once a second."""
-    seed_rules(AlertRule)
     AlertRule.objects.update(for_seconds=0)
     scenario = load_scenario(name)
     (spec,) = scenario.instances
