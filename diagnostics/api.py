@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from diagnostics import sizing_service
 from diagnostics.forms import SizingForm
-from ops_console.roles import ToolPermission
+from core.roles import ToolPermission
 
 
 def _query(data: object) -> QueryDict | None:

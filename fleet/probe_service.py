@@ -318,7 +318,7 @@ def _open_cycle(kind: str) -> ProbeCycle | None:
 
 def instances_for(kind: ProbeKind) -> list[Instance]:
     """The enabled instances a sweep of `kind` covers: for gpu, those whose host has telemetry."""
-    queryset = Instance.objects.enabled()
+    queryset = Instance.objects.monitored()
     if kind == ProbeKind.GPU:
         queryset = queryset.exclude(host__gpu_telemetry=GpuTelemetry.OFF)
     return list(_with_probe_relations(queryset))
@@ -332,18 +332,30 @@ def run_cycle(*, kind: str = ProbeKind.HEALTH) -> ProbeCycle | None:
     if cycle is None:
         return None
     try:
-        settings = ProbeSettings.current()
-        instances = instances_for(probe_kind)
-        probes = probe_instances(instances=instances, settings=settings, kinds={probe_kind})
-        runs = record_probes(
-            instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings, kind=probe_kind
-        )
+        runs = sweep(instances=instances_for(probe_kind), kind=probe_kind)
         cycle.instance_count = len(runs)
         cycle.failed_count = sum(1 for r in runs if r.verdict == "down")
     finally:
         cycle.finished_at = timezone.now()
         cycle.save()
     return cycle
+
+
+def sweep(
+    *,
+    instances: list[Instance],
+    kind: str,
+    settings: ProbeSettings | None = None,
+    trigger: str = Trigger.SCHEDULE,
+) -> list[ProbeRun]:
+    """Probe `instances` (loaded with their host and GPUs) for one kind, judge and store
+    the results: the body of a scheduled cycle, also run by drills on their own hosts."""
+    (probe_kind,) = parse_kinds([kind])
+    settings = settings or ProbeSettings.current()
+    probes = probe_instances(instances=instances, settings=settings, kinds={probe_kind})
+    return record_probes(
+        instances=instances, probes=probes, trigger=trigger, settings=settings, kind=probe_kind
+    )
 
 
 def request_probe(

@@ -17,7 +17,7 @@ class RuleSpec:
     signal: str
     comparison: str  # above, below
     threshold: float
-    for_seconds: int
+    for_seconds: float
 
     def holds(self, value: float | None) -> bool:
         """A missing value does not hold (like a series that vanished in Prometheus)."""

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from django.db import transaction
 
-from diagnostics.taxonomy import CATEGORIES
+from core.taxonomy import CATEGORIES
 from fleet.models import Instance
 from incidents import lifecycle
 from incidents.alertmanager_payload import FIRING, AlertSpec, WebhookSpec

@@ -13,7 +13,7 @@ import httpx
 from django.conf import settings
 from django.utils import timezone
 
-from diagnostics.taxonomy import label as category_label
+from core.taxonomy import label as category_label
 from incidents.models import Incident, NotificationDelivery, NotificationTarget, TimelineEntry
 
 MAX_ATTEMPTS = 5

@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from diagnostics.taxonomy import CATEGORIES, family
+from core.taxonomy import CATEGORIES, family
 from fleet.models import GpuHost, Instance
 
 CATEGORY_CHOICES = [(key, label) for key, label in CATEGORIES.items()] + [("other", "Other")]
@@ -34,6 +34,7 @@ class Source(models.TextChoices):
     RULE = "rule", "alert rule"
     ALERTMANAGER = "alertmanager", "Alertmanager"
     MANUAL = "manual", "opened by hand"
+    DRILL = "drill", "drill"
 
 
 class IncidentQuerySet(models.QuerySet["Incident"]):

@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from diagnostics.taxonomy import CATEGORIES, family, label
+from core.taxonomy import CATEGORIES, family, label
 from fleet.models import GpuHost, Instance
 from incidents.models import Incident, Severity, Status
 

@@ -1,4 +1,4 @@
-from ops_console.roles import Role, has_role
+from core.roles import Role, has_role
 
 NAVIGATION = [
     ("Fleet", "fleet:overview", "fleet"),

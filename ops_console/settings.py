@@ -14,7 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from ops_console.env import env_bool, env_int, env_list, env_str
+from core.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("OPS_VAR_DIR", str(BASE_DIR / "var")))
@@ -191,7 +191,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["ops_console.roles.InventoryPermission"],
+    "DEFAULT_PERMISSION_CLASSES": ["core.roles.InventoryPermission"],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.SearchFilter",
@@ -206,7 +206,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Fleet inventory of GPU hosts, GPUs, inference instances and gateways.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["ops_console.roles.InventoryPermission"],
+    "SERVE_PERMISSIONS": ["core.roles.InventoryPermission"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

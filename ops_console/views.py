@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET
 from fleet.charts import gpu_memory_by_host
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 from ops_console import health
-from ops_console.roles import Role, role_required
+from core.roles import Role, role_required
 
 
 @require_GET

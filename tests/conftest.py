@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth.models import Group, User
 
-from ops_console.roles import Role
+from core.roles import Role
 
 REQUIRE_SERVICES = os.environ.get("OPS_REQUIRE_SERVICES") == "1"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from diagnostics.taxonomy import CATEGORIES
+from core.taxonomy import CATEGORIES
 
 DATA = Path(__file__).parent / "data"
 

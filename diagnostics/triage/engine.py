@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import re2
 
-from diagnostics.taxonomy import label
+from core.taxonomy import label
 from diagnostics.triage import exit_codes, sources
 from diagnostics.triage.access_log import AccessStats, looks_like_access_log
 from diagnostics.triage.rules import Rule, shipped

@@ -12,7 +12,7 @@ from typing import Any
 import re2
 import yaml
 
-from diagnostics.taxonomy import CATEGORIES
+from core.taxonomy import CATEGORIES
 
 RULES_FILE = Path(__file__).parent / "rules.yaml"
 SEVERITIES = ("fatal", "error", "warning", "symptom")  # most to least causal

@@ -18,8 +18,8 @@ from diagnostics.configgen import nginx_lint, registry
 from diagnostics.configgen.base import ConfigFile, Generator, SpecErrors
 from diagnostics.configgen_forms import config_form
 from fleet.models import Gateway, Instance
-from ops_console.htmx import wants_partial
-from ops_console.roles import Role, role_required
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 
 CONTENT_TYPES = {"json": "application/json", "yaml": "application/yaml", "python": "text/x-python"}
 

@@ -16,8 +16,8 @@ from diagnostics import configgen_fill, sizing_service
 from diagnostics.forms import ConfigUploadForm, SizingForm
 from diagnostics.sizing.versions import DEFAULT_VERSION
 from fleet.models import Instance
-from ops_console.htmx import wants_partial
-from ops_console.roles import Role, role_required
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 
 DEFAULTS = {
     "model": "llama-3.1-8b-instruct",

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from diagnostics import triage_service
 from diagnostics.models import TriageRun
 from diagnostics.triage.engine import TriageInputError
-from ops_console.htmx import wants_partial
-from ops_console.roles import Role, role_required
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 
 HTMX_STOP_POLLING = 286
 

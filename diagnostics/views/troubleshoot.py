@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from diagnostics.models import SavedWalkthrough
-from diagnostics.taxonomy import label
+from core.taxonomy import label
 from diagnostics.trees.model import trees
 from diagnostics.trees.walk import Facts, Walk, walk
 from fleet.models import Instance
-from ops_console.htmx import wants_partial
-from ops_console.roles import Role, role_required
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 
 
 def _path(request: HttpRequest) -> list[int]:

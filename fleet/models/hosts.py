@@ -71,6 +71,11 @@ class GpuHost(models.Model):
         help_text="Where the GPU probe reads NVML state from.",
     )
     notes = models.TextField(blank=True)
+    drill = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="A scratch host made by a drill: the schedules and the overview leave it out.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

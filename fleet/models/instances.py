@@ -44,6 +44,10 @@ class InstanceQuerySet(models.QuerySet["Instance"]):
     def enabled(self) -> InstanceQuerySet:
         return self.filter(enabled=True)
 
+    def monitored(self) -> InstanceQuerySet:
+        """What the schedules probe and the alert rules watch: enabled, not a drill's."""
+        return self.filter(enabled=True, host__drill=False)
+
 
 class Instance(models.Model):
     # What people edit through the forms and the API, in the order the forms show it.
@@ -152,9 +156,8 @@ class Instance(models.Model):
         state = getattr(self, "state", None)
         if state is None or (state.verdict == "unknown" and not state.consecutive_failures):
             return "not probed yet"
-        if state.consecutive_failures and state.verdict != "down":
-            failing = f"failing {state.consecutive_failures}× in a row"
-            return failing if state.verdict == "unknown" else f"{state.verdict}, {failing}"
+        if state.verdict == "failing" and state.consecutive_failures:
+            return f"failing {state.consecutive_failures}× in a row"
         return state.verdict
 
     @property

@@ -13,9 +13,14 @@ from fleet.probes.parts import ProbeKind
 
 
 class Verdict(models.TextChoices):
+    """The stored verdict. failing: a down finding seen, not yet down_after_failures runs in
+    a row (amber, never green). The overview adds two shown states of its own: stale (no
+    fresh health result) and maintenance (a window covers the instance)."""
+
     UNKNOWN = "unknown", "not probed yet"
     UP = "up", "up"
     DEGRADED = "degraded", "degraded"
+    FAILING = "failing", "failing"
     DOWN = "down", "down"
 
 
@@ -102,6 +107,11 @@ class InstanceState(models.Model):
         default=dict, blank=True, help_text="Failed runs in a row of each probe kind that is failing."
     )
     last_scrape = models.JSONField(null=True, blank=True, help_text="For rates between scrapes.")
+    baselines = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The instance's usual figures (e.g. stream tokens/s), for drops against them.",
+    )
     last_run = models.ForeignKey(
         "ProbeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

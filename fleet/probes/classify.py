@@ -97,7 +97,7 @@ def _readiness_failure(readiness: ReadinessResult, check: RouteCheck, *, health:
     if outcome == "read_timeout" and health:
         return make(
             "health.timeout",
-            Category.HUNG,
+            Category.UNRESPONSIVE,
             "down",
             f"{path} accepted the connection but did not answer in {check.elapsed_s:.1f} s: "
             "the API server is hung",
@@ -110,10 +110,17 @@ def _readiness_failure(readiness: ReadinessResult, check: RouteCheck, *, health:
             f"{path} returned {status}: the engine is dead (vLLM answers 500 up to 0.10 and 503 "
             "from 0.11; TGI 503)",
         )
+    if outcome == "bad_status" and status is not None and status >= 500 and health:
+        return make(
+            f"health.http_{status}",
+            Category.SERVER_ERROR,
+            "down",
+            f"{path} returned {status}: the server reports itself unhealthy ({error or 'no detail'})",
+        )
     if outcome == "bad_status" and status in (401, 403):
         return make(
             "auth.rejected",
-            Category.PROBE_ERROR,
+            Category.CLIENT,
             "degraded",
             f"{path} answered {status}: the API key (from the inventory's variable) is missing or wrong",
         )

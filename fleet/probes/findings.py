@@ -15,26 +15,34 @@ SEVERITY_RANK = {"down": 0, "degraded": 1, "info": 2}
 
 
 class Category(StrEnum):
+    """The taxonomy category (core.taxonomy) each kind of finding belongs to: a finding's
+    category is a taxonomy key, so an incident opened on a finding names the cause."""
+
     TTFT = "timeout.ttft"
     TPS = "timeout.tps"
     CONNECT = "timeout.connect"
     NETWORK = "timeout.network"
+    TLS = "network.tls"
     HTTP_429 = "rate_limit.http_429"
     QUEUE = "rate_limit.queue"
-    KV_PRESSURE = "oom.kv_pressure"  # not an OOM in vLLM: waiting and preemption (seed-notes #3)
+    KV_PRESSURE = "oom.kv_pressure"  # not an OOM in vLLM: waiting and preemption (corrections #3)
     THERMAL = "gpu.thermal"
-    POWER = "gpu.power"
+    POWER = "gpu.thermal"  # the taxonomy keeps thermal and power throttling together
     SATURATED = "gpu.saturated"
-    XID = "gpu.xid"
-    ECC = "gpu.ecc"
+    XID = "cuda.xid"
+    ECC = "cuda.xid"  # the taxonomy's "GPU hardware fault (XID, ECC)"
     NUMA = "gpu.numa"
-    GONE = "process.gone"
+    NOT_LISTENING = "process.not_started"
+    GONE = "process.not_started"
+    UNRESPONSIVE = "process.unresponsive"
     ENGINE_DEAD = "process.engine_dead"
     HUNG = "process.hung"
-    MODEL_MISMATCH = "readiness.model_mismatch"
-    VERSION_MISMATCH = "readiness.version_mismatch"
-    REQUEST_ERRORS = "errors.requests"
-    METRICS = "metrics.unavailable"
+    SERVER_ERROR = "server.5xx"
+    REQUEST_ERRORS = "server.5xx"
+    MODEL_MISMATCH = "config.model_name"
+    VERSION_MISMATCH = "config.version"
+    CLIENT = "client.error"
+    METRICS = "probe.metrics"
     PROBE_ERROR = "probe.error"
     GARBAGE = "probe.garbage"
 

@@ -21,7 +21,7 @@ _CONNECTION = {
         Category.CONNECT,
         "No TCP connection to {base} in time ({error}): a firewall, routing or a dead host",
     ),
-    "tls_error": ("tls.error", Category.CONNECT, "The TLS handshake with {base} failed: {error}"),
+    "tls_error": ("tls.error", Category.TLS, "The TLS handshake with {base} failed: {error}"),
     "reset": (
         "connection.reset",
         Category.NETWORK,
@@ -38,7 +38,7 @@ def _refused(
     if reading is None or not indices:
         return (
             "connect.refused",
-            Category.CONNECT,
+            Category.NOT_LISTENING,
             base + "; vLLM binds its port only after loading the model, so it is starting or gone",
         )
     mine = [g for g in reading.gpus if g.index in indices]
@@ -47,7 +47,7 @@ def _refused(
         held = ", ".join(f"GPU {g.index} ({sum(p.used_memory_mib for p in g.processes)} MiB)" for g in busy)
         return (
             "connect.refused",
-            Category.CONNECT,
+            Category.NOT_LISTENING,
             f"{base}; a process holds {held}, so the engine is probably still loading the model",
         )
     listed = ", ".join(str(i) for i in sorted(indices))
@@ -117,7 +117,7 @@ def status_finding(
     if status in (401, 403):
         return make(
             "auth.rejected",
-            Category.PROBE_ERROR,
+            Category.CLIENT,
             f"{seen}: the API key (from the inventory's variable) is missing or wrong",
         )
     if status == 404:
@@ -128,4 +128,6 @@ def status_finding(
         return make(
             "request.rejected", Category.PROBE_ERROR, f"{seen}: the probe's tiny request was rejected"
         )
-    return make("request.failed", Category.PROBE_ERROR, f"{seen}: the engine failed the request")
+    if status is not None and status >= 500:
+        return make("request.failed", Category.SERVER_ERROR, f"{seen}: the engine failed the request")
+    return make("request.failed", Category.PROBE_ERROR, f"{seen}: an unexpected answer")

@@ -17,8 +17,8 @@ from django.views import View
 from fleet import change_tracking
 from fleet.models import ChangeLogEntry
 from fleet.views.kinds import Kind
-from ops_console.htmx import wants_partial
-from ops_console.roles import Role, role_required
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 
 PAGE_SIZE = 25
 PAGE_SIZES = (25, 50, 100)

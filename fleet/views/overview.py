@@ -11,8 +11,8 @@ from django.shortcuts import render
 from diagnostics.models import CapacityFinding
 from fleet.models import Instance, Verdict
 from incidents.maintenance import current_and_upcoming
-from ops_console.htmx import wants_partial
-from ops_console.roles import Role, role_required
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 
 POLL_SECONDS = 10
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from fleet import charts, probe_service
 from fleet.models import Instance, ProbeRun
 from fleet.tasks import probe_instance
-from ops_console.roles import Role, role_required
+from core.roles import Role, role_required
 
 RANGES = {
     "1h": timedelta(hours=1),

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from fleet import inventory_io
 from fleet.forms import ImportForm
-from ops_console.roles import Role, role_required
+from core.roles import Role, role_required
 
 CONTENT_TYPES = {"yaml": "application/yaml", "csv": "text/csv"}
 

@@ -19,7 +19,7 @@ from incidents import lifecycle, notes
 from incidents.forms import IncidentForm, NoteForm
 from incidents.models import Incident, Severity, Source, Status, TimelineEntry
 from incidents.postmortem import postmortem
-from ops_console.roles import Role, has_role, role_required
+from core.roles import Role, has_role, role_required
 
 PAGE_SIZE = 25
 FILTERS = ("status", "severity", "category")

@@ -29,7 +29,7 @@ from incidents.stats import (
     parse_moment,
     review_figures,
 )
-from ops_console.roles import Role, role_required
+from core.roles import Role, role_required
 
 ANY = [("", "any")]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from ops_console.env import env_bool, env_int, env_list
+from core.env import env_bool, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from diagnostics.taxonomy import CATEGORIES
+from core.taxonomy import CATEGORIES
 from diagnostics.triage.engine import triage_path
 
 REAL = Path(__file__).parent / "data" / "real"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnostics.taxonomy import CATEGORIES
+from core.taxonomy import CATEGORIES
 from diagnostics.triage import rules as triage_rules
 from diagnostics.triage.engine import Matcher, triage_text
 

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from diagnostics.catalogue_seed import seed_shipped
 from diagnostics.models import ModelSpec
-from ops_console.roles import Role
+from core.roles import Role
 from ops_console.schedules import sync_periodic_tasks
 
 

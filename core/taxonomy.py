@@ -29,11 +29,20 @@ CATEGORIES: dict[str, str] = {
     "process.crash": "Process: crashed (SIGSEGV, SIGABRT)",
     "process.killed": "Process: killed (SIGKILL, exit 137)",
     "process.not_started": "Process: not started or not listening",
+    "process.unresponsive": "Process: accepts connections but does not answer",
+    "process.hung": "Engine hung: health answers, but no token is generated",
+    "process.engine_dead": "Process: the engine core died (health fails, requests 500)",
     "server.5xx": "Server errors (500/502/503/504)",
     "gpu.thermal": "GPU: thermal or power throttling",
     "gpu.saturated": "GPU: compute saturated",
+    "gpu.numa": "GPU: CPU/NUMA placement",
     "network.tls": "Network: TLS/certificate",
     "client.error": "Client-side error",
+    "config.model_name": "Configuration: the served model name is not what the server lists",
+    "config.version": "Configuration: the engine version differs from the inventory",
+    "probe.metrics": "Monitoring: the engine's metrics cannot be read",
+    "probe.error": "Probe: the request failed in an unexpected way",
+    "probe.garbage": "Probe: the server answered something that is not its API",
 }
 
 
