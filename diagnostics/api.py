@@ -10,9 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.roles import ToolPermission
 from diagnostics import sizing_service
 from diagnostics.forms import SizingForm
-from core.roles import ToolPermission
 
 
 def _query(data: object) -> QueryDict | None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from fleet import gpu_catalog
 from fleet.models import Gpu, MetricSample
-from fleet.sample_names import PANELS, SAMPLE_NAMES
+from fleet.series import BY_NAME
 
 
 def gpu_memory_by_host() -> dict:
@@ -50,23 +51,70 @@ def _layout(unit: str, height: int = 220) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    series: tuple[tuple[str, str], ...]  # (series name from fleet.series, legend label)
+
+    @property
+    def unit(self) -> str:
+        return BY_NAME[self.series[0][0]].unit
+
+
+# The instance page's charts: each reads declared series (fleet.series), it declares none.
+PANELS: tuple[Panel, ...] = (
+    Panel("Time to first token", (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95"), ("ttft_p99_s", "p99"))),
+    Panel("End-to-end latency", (("e2e_p50_s", "p50"), ("e2e_p95_s", "p95"), ("e2e_p99_s", "p99"))),
+    Panel("KV cache usage", (("kv_cache_usage", "used"), ("kv_swap", "CPU (swapped)"))),
+    Panel("Requests", (("num_requests_running", "running"), ("num_requests_waiting", "waiting"))),
+    Panel(
+        "Tokens per second",
+        (
+            ("prompt_tokens_per_s", "prompt"),
+            ("generation_tokens_per_s", "generation"),
+            ("stream_tokens_per_s", "probe stream"),
+        ),
+    ),
+    Panel("Finished requests", (("requests_per_s", "per s"),)),
+    Panel("Errors", (("error_rate", "abort or error"),)),
+    Panel("Preemptions", (("preemptions_per_s", "preemptions"),)),
+    Panel(
+        "Prompt length",
+        (("prompt_length_p50", "p50"), ("prompt_length_p95", "p95"), ("prompt_length_p99", "p99")),
+    ),
+    Panel(
+        "GPU memory and utilization",
+        (("gpu_memory_used_pct", "memory used"), ("gpu_sm_utilization_pct", "SM utilization")),
+    ),
+    Panel("GPU temperature", (("gpu_temperature_c", "hottest GPU"),)),
+    Panel(
+        "Probe latency",
+        (
+            ("probe_connect_s", "connect"),
+            ("probe_ttfb_s", "TTFB"),
+            ("probe_total_s", "total"),
+            ("stream_ttft_s", "stream TTFT"),
+        ),
+    ),
+)
+
+
 def instance_panels(*, instance, since) -> list[dict]:
-    """One small time-series figure per panel of fleet.sample_names.PANELS, empty ones left out."""
-    series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    rows = (
-        MetricSample.objects.filter(instance=instance, name__in=SAMPLE_NAMES, ts__gte=since)
-        .order_by("ts")
-        .values_list("name", "ts", "value")
-    )
-    for name, ts, value in rows:
-        series[name][0].append(ts.isoformat())
-        series[name][1].append(value)
+    """One small time-series figure per panel of PANELS, empty ones left out."""
+    names = {n for panel in PANELS for n, _ in panel.series}
+    stored = MetricSample.objects.points(instances=[instance], names=names, since=since).get(instance.pk, {})
     panels = []
     for index, panel in enumerate(PANELS):
         traces = [
-            go.Scatter(x=series[n][0], y=series[n][1], name=label, mode="lines+markers", marker={"size": 4})
+            go.Scatter(
+                x=[ts.isoformat() for ts, _ in stored[n]],
+                y=[v for _, v in stored[n]],
+                name=label,
+                mode="lines+markers",
+                marker={"size": 4},
+            )
             for n, label in panel.series
-            if n in series
+            if n in stored
         ]
         if traces:
             figure = go.Figure(traces, layout=_layout(panel.unit))

@@ -29,13 +29,13 @@ from fleet.models import (
     Trigger,
 )
 from fleet.nvml.simulated_backend import nvml_backend_for
-from fleet.probes.classify import Classification, Thresholds, next_state
-from fleet.probes.instance_probe import InstanceProbe, judge, probe_many
+from fleet.probes.classify import Thresholds, next_state
+from fleet.probes.instance_probe import InstanceProbe, probe_many
+from fleet.probes.judgement import Judgement, judge
 from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.scrape import Scrape
 from fleet.probes.target import ProbeLimits, ProbeTarget
-from fleet.sample_names import samples_from
-from ops_console.schedules import probe_intervals
+from fleet.series import values_from
 
 
 def target_for(instance: Instance) -> ProbeTarget:
@@ -90,10 +90,16 @@ def _stored_scrape(state: InstanceState) -> Scrape | None:
         return None
 
 
-def stale_after() -> dict[str, timedelta]:
+# Seconds between scheduled runs of each probe kind, unless the schedule hands in others.
+DEFAULT_INTERVALS_S = {"health": 30, "stream": 60, "metrics": 30, "gpu": 30}
+
+
+def stale_after(intervals_s: dict[str, float] | None = None) -> dict[str, timedelta]:
     """How old a kind's latest result may be and still count: three of its intervals, at
-    least STALE_FLOOR. An older result is left out of the verdict (its kind has stopped)."""
-    return {kind: max(3 * timedelta(seconds=s), STALE_FLOOR) for kind, s in probe_intervals().items()}
+    least STALE_FLOOR. An older result is left out of the verdict (its kind has stopped).
+    The intervals are handed in by whoever schedules the probes (ops_console.schedules)."""
+    intervals = DEFAULT_INTERVALS_S | dict(intervals_s or {})
+    return {kind: max(3 * timedelta(seconds=s), STALE_FLOOR) for kind, s in intervals.items()}
 
 
 STALE_FLOOR = timedelta(seconds=90)
@@ -127,9 +133,8 @@ def probe_instances(
     kinds: Iterable[ProbeKind] = ALL_KINDS,
     light_health: bool = False,
 ) -> list[InstanceProbe]:
-    """Probe the instances for `kinds` concurrently (bounded by settings.concurrency). Each
-    probe is judged on what it measured; record_probes judges it again with the stored
-    results of the other kinds, under the lock, where they are current."""
+    """Measure the instances for `kinds` concurrently (bounded by settings.concurrency);
+    record_probes judges them, under the lock, with the stored results of the other kinds."""
     kinds = parse_kinds(kinds)
     previous = _previous_scrapes(instances) if ProbeKind.METRICS in kinds else {}
     return asyncio.run(
@@ -137,12 +142,10 @@ def probe_instances(
             targets=[target_for(i) for i in instances],
             previous_scrapes=previous,
             limits=limits_from(settings),
-            thresholds=thresholds_from(settings),
             concurrency=settings.concurrency,
             kinds=kinds,
             light_health=light_health,
             gpu_backends={i.pk: _gpu_backend(i) for i in instances} if ProbeKind.GPU in kinds else {},
-            instance_gpus={i.pk: _instance_gpus(i) for i in instances},
         )
     )
 
@@ -156,45 +159,49 @@ _STATE_FIELDS = [
     "kinds",
     "failures",
     "last_run",
+    "baselines",
 ]
 
 
-def _fill_run(run: ProbeRun, probe: InstanceProbe, classification: Classification, kind: str) -> None:
+def _fill_run(run: ProbeRun, probe: InstanceProbe, judged: Judgement, kind: str) -> None:
+    classification = judged.classification
     run.status, run.finished_at, run.kind = RunStatus.DONE, timezone.now(), kind
     run.verdict, run.outcome = classification.verdict, probe.outcome
     # The parsed scrape is kept once, on the instance's state, for the next cycle's rates.
-    run.result = probe.to_dict(with_scrape=False) | {"classification": classification.to_dict()}
+    run.result = probe.to_dict(with_scrape=False) | {
+        "classification": classification.to_dict(),
+        "numa": list(judged.numa),
+    }
     run.findings = [f.to_dict() for f in classification.findings]
 
 
 @dataclass
 class _Judging:
-    """Judges each probe again, inside the lock, on the state's latest results of the
-    other kinds: another kind may have stored newer ones while this sweep was probing."""
+    """Judges each probe, inside the lock, on its fresh results and the state's latest
+    results of the other kinds: the one judgement of an instance."""
 
     instances: dict[int, Instance]
     thresholds: Thresholds
     windows: dict[str, timedelta]
     at: datetime
 
-    def classification(self, probe: InstanceProbe, state: InstanceState) -> Classification:
-        others, kept = stored_parts(state, now=self.at, skip=probe.kinds, windows=self.windows)
-        if not kept:
-            return probe.classification
+    def judgement(self, probe: InstanceProbe, state: InstanceState) -> Judgement:
+        others, _ = stored_parts(state, now=self.at, skip=probe.kinds, windows=self.windows)
         instance = self.instances[probe.target.instance_id]
-        _, classification = judge(
+        return judge(
             target=probe.target,
             parts=others.overlaid(probe.parts, probe.kinds),
             thresholds=self.thresholds,
             instance_gpus=_instance_gpus(instance),
+            baselines=state.baselines,
+            stream_fresh=ProbeKind.STREAM in probe.kinds,
         )
-        return classification
 
-    def advance(self, state: InstanceState, probe: InstanceProbe, run: ProbeRun, judged: Classification):
+    def advance(self, state: InstanceState, probe: InstanceProbe, run: ProbeRun, judged: Judgement):
         step = next_state(
             previous_state=state.verdict,
             failures=state.failures,
-            classification=judged,
+            classification=judged.classification,
             thresholds=self.thresholds,
             measured=probe.kinds,
         )
@@ -203,6 +210,8 @@ class _Judging:
         state.verdict, state.failures = step.verdict, step.failures
         state.consecutive_failures = step.pending or max(step.failures.values(), default=0)
         state.last_probe_at, state.findings, state.last_run = self.at, run.findings, run
+        if judged.baselines is not None:
+            state.baselines = dict(judged.baselines)
         stamp = self.at.isoformat()
         state.kinds = state.kinds | {
             kind: {"at": stamp, "result": result} for kind, result in probe.kind_dicts.items()
@@ -244,6 +253,7 @@ def record_probes(
     settings: ProbeSettings,
     runs: dict[int, ProbeRun] | None = None,
     kind: str = ProbeKindChoice.FULL,
+    intervals_s: dict[str, float] | None = None,
 ) -> list[ProbeRun]:
     """Store a sweep's results in a handful of bulk queries, whatever the fleet's size.
 
@@ -251,7 +261,9 @@ def record_probes(
     different kinds that end together never lose each other's results."""
     at = timezone.now()
     by_id = {i.pk: i for i in instances}
-    judging = _Judging(instances=by_id, thresholds=thresholds_from(settings), windows=stale_after(), at=at)
+    judging = _Judging(
+        instances=by_id, thresholds=thresholds_from(settings), windows=stale_after(intervals_s), at=at
+    )
     recorded, samples = [], []
     for probe in probes:
         instance = by_id[probe.target.instance_id]
@@ -259,13 +271,13 @@ def record_probes(
         recorded.append(run)
         samples += [
             (instance.pk, name, value)
-            for name, value in samples_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
+            for name, value in values_from(probe, gpu_indexes=_gpu_indexes(instance)).items()
         ]
     with transaction.atomic():
         states = _locked_states(list(by_id), at)
         for run, probe in zip(recorded, probes, strict=True):
             state = states[run.instance_id]
-            judged = judging.classification(probe, state)
+            judged = judging.judgement(probe, state)
             _fill_run(run, probe, judged, kind)
             judging.advance(state, probe, run, judged)
         requested = [r for r in recorded if r.pk is not None]  # made by request_probe
@@ -324,17 +336,20 @@ def instances_for(kind: ProbeKind) -> list[Instance]:
     return list(_with_probe_relations(queryset))
 
 
-def run_cycle(*, kind: str = ProbeKind.HEALTH) -> ProbeCycle | None:
-    """One scheduled sweep of one probe kind over the enabled instances; None when skipped
-    because the previous sweep of that kind is still running. ValueError for an unknown kind."""
+def run_cycle(
+    *, kind: str = ProbeKind.HEALTH, intervals_s: dict[str, float] | None = None
+) -> ProbeCycle | None:
+    """One scheduled sweep of one probe kind over the monitored instances; None when skipped
+    because the previous sweep of that kind is still running. ValueError for an unknown kind.
+    intervals_s: the schedule's seconds between runs of each kind (for staleness)."""
     (probe_kind,) = parse_kinds([kind])
     cycle = _open_cycle(probe_kind.value)
     if cycle is None:
         return None
     try:
-        runs = sweep(instances=instances_for(probe_kind), kind=probe_kind)
+        runs = sweep(instances=instances_for(probe_kind), kind=probe_kind, intervals_s=intervals_s)
         cycle.instance_count = len(runs)
-        cycle.failed_count = sum(1 for r in runs if r.verdict == "down")
+        cycle.failed_count = sum(1 for r in runs if r.verdict in ("down", "failing"))
     finally:
         cycle.finished_at = timezone.now()
         cycle.save()
@@ -347,6 +362,7 @@ def sweep(
     kind: str,
     settings: ProbeSettings | None = None,
     trigger: str = Trigger.SCHEDULE,
+    intervals_s: dict[str, float] | None = None,
 ) -> list[ProbeRun]:
     """Probe `instances` (loaded with their host and GPUs) for one kind, judge and store
     the results: the body of a scheduled cycle, also run by drills on their own hosts."""
@@ -354,7 +370,12 @@ def sweep(
     settings = settings or ProbeSettings.current()
     probes = probe_instances(instances=instances, settings=settings, kinds={probe_kind})
     return record_probes(
-        instances=instances, probes=probes, trigger=trigger, settings=settings, kind=probe_kind
+        instances=instances,
+        probes=probes,
+        trigger=trigger,
+        settings=settings,
+        kind=probe_kind,
+        intervals_s=intervals_s,
     )
 
 

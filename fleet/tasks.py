@@ -7,13 +7,10 @@ from fleet import probe_service, retention
 
 
 @shared_task(name="fleet.probe_cycle", ignore_result=True, soft_time_limit=240, time_limit=300)
-def probe_cycle(*, kind: str = "health") -> None:
-    """One sweep of one probe kind; beat sends one entry per kind, each at its own interval.
-    The alert rules are evaluated after it, over what it stored."""
-    probe_service.run_cycle(kind=kind)
-    from incidents.tasks import evaluate_alerts
-
-    evaluate_alerts.delay()
+def probe_cycle(*, kind: str = "health", intervals_s: dict[str, float] | None = None) -> None:
+    """One sweep of one probe kind; beat sends one entry per kind, each at its own interval,
+    with every kind's interval (ops_console.schedules writes them) for staleness."""
+    probe_service.run_cycle(kind=kind, intervals_s=intervals_s)
 
 
 @shared_task(name="fleet.probe_instance", ignore_result=True, soft_time_limit=60, time_limit=90)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from fleet.views import inventory, overview, probing, transfer
+from fleet.views import inventory, probing, transfer
 from fleet.views.kinds import KINDS
 
 app_name = "fleet"
@@ -18,7 +18,6 @@ def _kind_patterns(kind) -> list:
 
 
 urlpatterns = [
-    path("", overview.overview, name="overview"),
     path("instances/<int:pk>/probe/", probing.probe_now, name="instance-probe"),
     path("instances/<int:pk>/charts/", probing.instance_charts, name="instance-charts"),
     path("runs/<int:pk>/", probing.run_status, name="run-status"),

@@ -37,3 +37,12 @@ class IncidentAdmin(admin.ModelAdmin):
 @admin.register(ReceivedAlert)
 class ReceivedAlertAdmin(admin.ModelAdmin):
     list_display = ("alertname", "status", "fingerprint", "last_received", "times_received")
+
+
+from incidents.models import DrillRun  # noqa: E402  (appended with the drills)
+
+
+@admin.register(DrillRun)
+class DrillRunAdmin(admin.ModelAdmin):
+    list_display = ("scenario", "status", "passed", "created_by", "created_at", "finished_at")
+    list_filter = ("status", "passed")

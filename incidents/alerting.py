@@ -1,7 +1,13 @@
-"""Evaluating the alert rules after each probe cycle: per enabled instance and rule, the
-state moves on; a rule that fires opens or joins the incident for that instance and
-category (or for its host, when the whole host is down), unless a maintenance window
-covers it; a rule that clears mitigates it."""
+"""Evaluating the alert rules over the probes' latest results: per monitored instance and
+rule, the state moves on; a rule that fires opens or joins the incident for that
+instance and cause, unless a maintenance window covers it; a rule that clears mitigates it.
+
+Incidents are by cause. The category comes from the evidence that fired the rule: for
+"service down" it is the category of the instance's own down finding (refused →
+process.not_started, 5xx → server.5xx, XID → cuda.xid, hung → process.hung, ...), for the
+metric rules the rule's own cause. The dedup key is instance + category, so two faults
+are two incidents. A host incident only when the host itself is the evidence: every
+instance of it (two or more) failing the same way at once."""
 
 from __future__ import annotations
 
@@ -10,25 +16,40 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core.taxonomy import label
 from fleet.models import Instance
 from incidents import lifecycle
 from incidents.alert_engine import RuleSpec, StateSpec, step
 from incidents.alert_signals import values_for
-from incidents.models import AlertRule, AlertState, Incident, MaintenanceWindow, Source, TimelineEntry
+from incidents.models import (
+    AlertRule,
+    AlertState,
+    Incident,
+    MaintenanceWindow,
+    Source,
+    Status,
+    TimelineEntry,
+)
 
 
 def evaluate(
-    *, now: datetime | None = None, instances: list[Instance] | None = None, duration_scale: float = 1.0
+    *,
+    now: datetime | None = None,
+    instances: list[Instance] | None = None,
+    duration_scale: float = 1.0,
+    source: str = Source.RULE,
 ) -> dict[str, int]:
     """One evaluation of every enabled rule on `instances` (default: every monitored
-    instance). duration_scale divides each rule's `for` (a drill's accelerated time)."""
+    instance). duration_scale divides each rule's `for` (a drill's accelerated time);
+    source marks the incidents it opens (a drill's are "drill")."""
     now = now or timezone.now()
     rules = list(AlertRule.objects.filter(enabled=True))
     if instances is None:
         instances = list(Instance.objects.monitored().select_related("state", "host"))
     states = {(s.rule_id, s.instance_id): s for s in AlertState.objects.filter(rule__in=rules)}
-    down_hosts = _down_hosts(instances)
+    host_causes = _host_causes(instances)
     signals = values_for(instances, now)
+    _note_probe_changes(instances, now)  # before the rules move: a recovery lands while still open
     counts = {"fired": 0, "resolved": 0, "silenced": 0}
     for instance in instances:
         current = signals[instance.pk]
@@ -46,7 +67,7 @@ def evaluate(
             )
             record.value, record.evaluated_at = current.get(rule.signal), now
             if transition == "fire":
-                counts[_fire(rule, instance, record, now, down_hosts)] += 1
+                counts[_fire(rule, instance, record, now, host_causes, source)] += 1
             elif transition == "resolve":
                 record.resolved_at = now
                 if record.incident_id:
@@ -57,19 +78,87 @@ def evaluate(
                     )
                 counts["resolved"] += 1
             record.save()
-    _note_probe_changes(instances, now)
     return counts
 
 
+def down_cause(instance: Instance) -> str | None:
+    """The taxonomy category of the instance's most severe down finding, if any."""
+    state = getattr(instance, "state", None)
+    for finding in state.findings if state is not None else ():
+        if finding.get("severity") == "down" and finding.get("category"):
+            return finding["category"]
+    return None
+
+
+def _failing_categories(instance: Instance) -> set[str]:
+    state = getattr(instance, "state", None)
+    return {f["category"] for f in (state.findings if state else ()) if f.get("severity") != "info"}
+
+
+def _host_causes(instances: list[Instance]) -> dict[int, str]:
+    """Hosts whose every monitored instance (two or more) is failing or down for the same
+    cause at once: the host is the evidence, so their alerts join one host incident."""
+    by_host: dict[int, list[Instance]] = defaultdict(list)
+    for instance in instances:
+        by_host[instance.host_id].append(instance)
+    causes = {}
+    for host_id, members in by_host.items():
+        found = {down_cause(i) if i.verdict in ("down", "failing") else None for i in members}
+        if len(members) > 1 and len(found) == 1 and None not in found:
+            causes[host_id] = found.pop()
+    return causes
+
+
+def _fire(
+    rule: AlertRule,
+    instance: Instance,
+    record: AlertState,
+    now: datetime,
+    host_causes: dict[int, str],
+    source: str,
+) -> str:
+    if MaintenanceWindow.objects.covering(instance=instance, at=now):
+        return "silenced"
+    evidence = down_cause(instance) if rule.signal == "service_down" else None
+    category = evidence or rule.category
+    if evidence and host_causes.get(instance.host_id) == evidence:
+        key = lifecycle.dedup_key(host=instance.host, category=category)
+        title = f"Host {instance.host.name}: every instance down ({label(category)})"
+    else:
+        key = lifecycle.dedup_key(instance=instance, category=category)
+        title = f"{rule.name} on {instance.name}" + (f": {label(category)}" if evidence else "")
+    incident, _ = lifecycle.open_or_join(
+        key=key,
+        title=title,
+        category=category,
+        severity=rule.severity,
+        source=source,
+        at=now,
+        started_at=record.active_since or now,
+        text=f"{rule.name} fired on {instance.name}: {rule.signal} = {record.value:g} "
+        f"({rule.get_comparison_display()} {rule.threshold:g} for {rule.for_seconds} s)"
+        + (f"; cause: {label(category)}." if evidence else "."),
+        instances=[instance],
+        data={"rule": rule.key, "value": record.value, "instance": instance.name, "category": category},
+    )
+    record.incident = incident
+    return "fired"
+
+
 def _note_probe_changes(instances: list[Instance], now: datetime) -> None:
-    """On each unresolved incident, a timeline entry when an affected instance's verdict
-    changes; coming back up from down is recorded as a restart."""
+    """On each open incident, a timeline entry when an affected instance's verdict changes
+    for the incident's own cause (its findings name the incident's category) or it comes
+    back; coming back up from down is recorded as a restart. Mitigated incidents and
+    other causes' changes stay out: a later, unrelated fault is not this incident's."""
     by_id = {i.pk: i for i in instances}
-    open_incidents = Incident.objects.unresolved().filter(instances__in=instances).distinct()
+    open_incidents = Incident.objects.filter(status=Status.OPEN, instances__in=instances).distinct()
     for incident in open_incidents.prefetch_related("instances"):
         for instance in incident.instances.all():
             current = by_id.get(instance.pk)
             if current is None:
+                continue
+            mine = incident.category in _failing_categories(current)
+            if not mine and current.verdict not in ("up", "degraded"):
                 continue
             last = (
                 incident.timeline.filter(kind__in=(TimelineEntry.Kind.PROBE, TimelineEntry.Kind.RESTART))
@@ -92,40 +181,3 @@ def _note_probe_changes(instances: list[Instance], now: datetime) -> None:
 
 def _snapshot_verdict(incident: Incident, name: str) -> str | None:
     return (incident.evidence or {}).get("instances", {}).get(name, {}).get("verdict")
-
-
-def _down_hosts(instances: list[Instance]) -> set[int]:
-    """Hosts whose every enabled instance is down: their alerts belong to one host incident."""
-    verdicts: dict[int, list[str]] = defaultdict(list)
-    for instance in instances:
-        verdicts[instance.host_id].append(instance.verdict)
-    return {host for host, found in verdicts.items() if len(found) > 1 and all(v == "down" for v in found)}
-
-
-def _fire(
-    rule: AlertRule, instance: Instance, record: AlertState, now: datetime, down_hosts: set[int]
-) -> str:
-    if MaintenanceWindow.objects.covering(instance=instance, at=now):
-        return "silenced"
-    if instance.host_id in down_hosts:
-        key = lifecycle.dedup_key(host=instance.host, category="process.not_started")
-        title, category = f"Host {instance.host.name} down: every instance unreachable", "process.not_started"
-    else:
-        key = lifecycle.dedup_key(instance=instance, category=rule.category)
-        title, category = f"{rule.name} on {instance.name}", rule.category
-    started = record.active_since or now
-    incident, _ = lifecycle.open_or_join(
-        key=key,
-        title=title,
-        category=category,
-        severity=rule.severity,
-        source=Source.RULE,
-        at=now,
-        started_at=started,
-        text=f"{rule.name} fired on {instance.name}: {rule.signal} = {record.value:g} "
-        f"({rule.get_comparison_display()} {rule.threshold:g} for {rule.for_seconds} s).",
-        instances=[instance],
-        data={"rule": rule.key, "value": record.value, "instance": instance.name},
-    )
-    record.incident = incident
-    return "fired"

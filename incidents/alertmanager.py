@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from django.db import transaction
 
+from core.alert_set import by_alertname
 from core.taxonomy import CATEGORIES
 from fleet.models import Instance
 from incidents import lifecycle
@@ -27,17 +28,8 @@ from incidents.notify import SEVERITY_ORDER
 
 BATCH_SIZE = 500
 
-# The guide's alerting rules for vLLM, by alertname.
-ALERTNAME_CATEGORIES = {
-    "VLLMGPUCacheNearFull": "oom.kv_pressure",
-    "VLLMKVCacheNearFull": "oom.kv_pressure",
-    "VLLMServiceDown": "process.not_started",
-    "VLLMHighErrorRate": "server.5xx",
-    "VLLMHighTTFT": "timeout.ttft",
-    "VLLMQueueBacklog": "rate_limit.queue",
-    "GPUTemperatureHigh": "gpu.thermal",
-    "VLLMHighLatency": "timeout.tps",
-}
+# The guide's alerting rules for vLLM, by alertname (core.alert_set: the one table).
+ALERTNAME_CATEGORIES = {name: alert.category for name, alert in by_alertname().items()}
 # Prometheus's severity labels onto the console's severities; the console's own pass through.
 SEVERITIES = {"critical": "critical", "warning": "major", "info": "info", "major": "major", "minor": "minor"}
 DEFAULT_SEVERITY = "major"

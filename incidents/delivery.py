@@ -1,8 +1,9 @@
 """Sending a notification about an incident to a webhook: a generic JSON body or a
-Slack-compatible one (one sink class per target kind), recorded on its delivery with the
-response code or the error and the number of attempts. The worker task retries with backoff
-(incidents/tasks.py); the delivery is marked failed after MAX_ATTEMPTS, or at once when the
-target refuses it for good (a 4xx other than 408 and 429)."""
+Slack-compatible one (one sink class per target kind), with links to the incident and to its
+acknowledge page, recorded on its delivery with the response code or the error and the number
+of attempts. The worker task retries with backoff (incidents/tasks.py); the delivery is marked
+failed after MAX_ATTEMPTS, or at once when the target refuses it for good (a 4xx other than
+408 and 429)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import Any, ClassVar
 
 import httpx
 from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 
 from core.taxonomy import label as category_label
-from incidents.models import Incident, NotificationDelivery, NotificationTarget, TimelineEntry
+from incidents.models import Incident, NotificationDelivery, NotificationTarget, Status, TimelineEntry
 
 MAX_ATTEMPTS = 5
 TIMEOUT_S = 10.0
@@ -51,6 +53,7 @@ class WebhookSink(Sink):
                 "status": incident.status,
                 "started_at": incident.started_at.isoformat(),
                 "url": incident_url(incident),
+                "acknowledge_url": acknowledge_url(incident),
             },
         }
 
@@ -66,14 +69,16 @@ class SlackSink(Sink):
             f"*Category:* {_escape(category_label(incident.category))}   *Severity:* {incident.severity}   "
             f"*Status:* {incident.status}   *Started:* {incident.started_at:%Y-%m-%d %H:%M %Z}"
         )
-        return {
-            "text": heading,  # what notifications and clients without blocks show
-            "blocks": [
-                {"type": "header", "text": {"type": "plain_text", "text": heading[:150]}},
-                {"type": "section", "text": {"type": "mrkdwn", "text": title}},
-                {"type": "context", "elements": [{"type": "mrkdwn", "text": details}]},
-            ],
-        }
+        blocks = [
+            {"type": "header", "text": {"type": "plain_text", "text": heading[:150]}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": title}},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": details}]},
+        ]
+        if _awaits_acknowledgement(incident):
+            link = acknowledge_url(incident)
+            text = f"<{link}|Acknowledge>" if link.startswith("http") else f"Acknowledge: {link}"
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+        return {"text": heading, "blocks": blocks}  # text: what notifications and plain clients show
 
 
 def _escape(text: str) -> str:
@@ -85,6 +90,16 @@ def incident_url(incident: Incident) -> str:
     """Absolute when CONSOLE_URL says where the console is served, else the path."""
     base = getattr(settings, "CONSOLE_URL", "").rstrip("/")
     return base + incident.get_absolute_url()
+
+
+def acknowledge_url(incident: Incident) -> str:
+    """The incident's acknowledge page (a confirm page: following the link changes nothing)."""
+    base = getattr(settings, "CONSOLE_URL", "").rstrip("/")
+    return base + reverse("incidents:acknowledge", args=[incident.pk])
+
+
+def _awaits_acknowledgement(incident: Incident) -> bool:
+    return incident.acknowledged_at is None and incident.status != Status.RESOLVED
 
 
 def payload(*, target: NotificationTarget, incident: Incident, event: str) -> dict[str, Any]:

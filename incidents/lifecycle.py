@@ -1,17 +1,26 @@
 """How incidents open, join, mitigate and resolve, whatever raised them (an alert rule, an
 Alertmanager alert, a person): one unresolved incident per dedup key, so nothing opens
 twice for one fault; a snapshot of the evidence when it opens; a timeline entry for each
-step; notifications queued on commit."""
+step; notifications queued on commit.
+
+A fault that fires again soon after its incident was mitigated reopens that incident; one
+that fires after the incident stayed clear for longer than INCIDENT_REOPEN_WINDOW_S is a new
+incident (the old one is resolved then), so a different fault days later does not land in a
+closed story. Acknowledging is a person saying "I am on it", apart from any status change:
+MTTA is measured only from real acknowledgements."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from diagnostics.models import CapacityFinding
 from fleet.models import GpuHost, Instance, MetricSample
+from incidents import people_format
 from incidents.models import Incident, Status, TimelineEntry
 
 SNAPSHOT_WINDOW = timedelta(minutes=30)
@@ -44,7 +53,8 @@ def open_or_join(
     started_at: datetime | None = None,
 ) -> tuple[Incident, bool]:
     """The unresolved incident for `key`, joined with a timeline entry, or a new one with an
-    evidence snapshot. A mitigated incident that fires again is open again."""
+    evidence snapshot. A mitigated incident that fires again within the reopen window is open
+    again; one mitigated for longer is resolved, and a new incident opens."""
     for _attempt in range(2):
         try:
             with transaction.atomic():
@@ -57,6 +67,9 @@ def open_or_join(
 
 def _open_or_join(key, title, category, severity, source, at, text, instances, hosts, data, started_at):  # noqa: ANN001
     incident = Incident.objects.select_for_update().unresolved().filter(dedup_key=key).first()
+    if incident is not None and stayed_clear(incident, at=at):
+        _resolve_as_stayed_clear(incident, at)
+        incident = None
     if incident is not None:
         if incident.status == Status.MITIGATED:
             incident.status, incident.mitigated_at = Status.OPEN, None
@@ -83,6 +96,36 @@ def _open_or_join(key, title, category, severity, source, at, text, instances, h
 
     transaction.on_commit(lambda: notify.queue(incident_id=incident.pk, event="opened"))
     return incident, True
+
+
+def reopen_window() -> timedelta:
+    return timedelta(seconds=settings.INCIDENT_REOPEN_WINDOW_S)
+
+
+def stayed_clear(incident: Incident, *, at: datetime) -> bool:
+    """True when a mitigated incident has been clear for longer than the reopen window at `at`.
+    A mitigated incident without a mitigation time (set by an edit) counts as recent."""
+    if incident.status != Status.MITIGATED or incident.mitigated_at is None:
+        return False
+    return at - incident.mitigated_at > reopen_window()
+
+
+def _resolve_as_stayed_clear(incident: Incident, at: datetime) -> None:
+    window = people_format.duration(reopen_window())
+    incident.status, incident.resolved_at = Status.RESOLVED, at
+    incident.save(update_fields=["status", "resolved_at", "updated_at"])
+    text = (
+        f"Stayed clear for longer than the reopen window ({window}): resolved. "
+        "The fault fired again later, so it is a new incident."
+    )
+    _entry(incident, at, TimelineEntry.Kind.STATUS, text, data={"status": "resolved", "stayed_clear": True})
+    _notify_resolved(incident)
+
+
+def _notify_resolved(incident: Incident) -> None:
+    from incidents import notify
+
+    transaction.on_commit(lambda: notify.queue(incident_id=incident.pk, event="resolved"))
 
 
 def _affect(incident: Incident, instances: list[Instance], hosts: list[GpuHost]) -> None:
@@ -126,7 +169,8 @@ def alert_cleared(*, key: str, at: datetime, text: str, data: dict | None = None
 
 
 def set_status(incident: Incident, *, status: str, at: datetime, user: str) -> None:
-    """A person moves an incident on: acknowledged, mitigated or resolved stamps its time."""
+    """A person moves an incident on: mitigating or resolving stamps its time. Neither is an
+    acknowledgement (see acknowledge), so neither touches acknowledged_at."""
     if status == incident.status:
         return
     incident.status = status
@@ -134,8 +178,6 @@ def set_status(incident: Incident, *, status: str, at: datetime, user: str) -> N
         incident.mitigated_at = at
     if status == Status.RESOLVED:
         incident.resolved_at = incident.resolved_at or at
-    if not incident.acknowledged_at:
-        incident.acknowledged_at = at
     incident.save()
     _entry(
         incident,
@@ -146,9 +188,42 @@ def set_status(incident: Incident, *, status: str, at: datetime, user: str) -> N
         data={"status": status},
     )
     if status == Status.RESOLVED:
-        from incidents import notify
+        _notify_resolved(incident)
 
-        transaction.on_commit(lambda: notify.queue(incident_id=incident.pk, event="resolved"))
+
+def acknowledge(incident: Incident, *, at: datetime, user: str) -> bool:
+    """`user` says they are on it: stamps acknowledged_at and adds a timeline entry, once; True
+    when this call acknowledged it, False when someone had already. A resolved incident has
+    nothing left to acknowledge: ValueError. The stamp is a conditional update, so two people
+    pressing at once record one acknowledgement, the first."""
+    if incident.status == Status.RESOLVED:
+        raise ValueError(f"Incident {incident.pk} is resolved: there is nothing left to acknowledge.")
+    with transaction.atomic():
+        stamped = (
+            Incident.objects.unresolved()
+            .filter(pk=incident.pk, acknowledged_at__isnull=True)
+            .update(acknowledged_at=at, updated_at=timezone.now())
+        )
+        if not stamped:
+            incident.refresh_from_db(fields=["acknowledged_at", "status", "resolved_at"])
+            if incident.status == Status.RESOLVED and incident.acknowledged_at is None:
+                raise ValueError(f"Incident {incident.pk} is resolved: there is nothing left to acknowledge.")
+            return False
+        incident.acknowledged_at = at
+        _entry(
+            incident, at, TimelineEntry.Kind.STATUS, f"Acknowledged by {user}.", author=user,
+            data={"acknowledged": True},
+        )  # fmt: skip
+    return True
+
+
+def acknowledged_by(incident: Incident) -> str:
+    """Who acknowledged the incident, from its timeline (prefetched or not); blank when nobody
+    did through the console (an acknowledgement typed into the edit form has no author)."""
+    for entry in incident.timeline.all():
+        if entry.kind == TimelineEntry.Kind.STATUS and entry.data.get("acknowledged"):
+            return entry.author
+    return ""
 
 
 def snapshot(*, instances: list[Instance], at: datetime) -> dict[str, Any]:

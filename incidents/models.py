@@ -310,3 +310,39 @@ class NotificationDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to {self.target}"
+
+
+class DrillRun(models.Model):
+    """A drill started from the Drills page: a worker replays the scenario and records its
+    progress (in scenario seconds) and, at the end, the report."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for a worker"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    scenario = models.CharField(max_length=200, help_text="The shipped scenario's file name.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    elapsed_s = models.FloatField(default=0, help_text="Scenario seconds played so far.")
+    total_s = models.FloatField(default=0, help_text="Scenario seconds the drill runs for.")
+    passed = models.BooleanField(null=True, blank=True)
+    report = models.JSONField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"drill {self.scenario} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.elapsed_s / self.total_s)) if self.total_s else 0

@@ -20,6 +20,8 @@ def queue(*, incident_id: int, event: str) -> list[int]:
     from incidents.models import Incident, NotificationDelivery, NotificationTarget
 
     incident = Incident.objects.get(pk=incident_id)
+    if incident.source == "drill":  # a game day pages nobody
+        return []
     rank = SEVERITY_ORDER.index(incident.severity)
     ids = []
     for target in NotificationTarget.objects.filter(enabled=True).order_by("pk"):

@@ -3,11 +3,17 @@ follow-ups and the evidence captured when it opened."""
 
 from __future__ import annotations
 
+from incidents.lifecycle import acknowledged_by
 from incidents.models import Incident
+from incidents.people_format import duration
 
 
 def _when(value) -> str:  # noqa: ANN001
     return value.strftime("%Y-%m-%d %H:%M:%S %Z") if value else "—"
+
+
+def _by(user: str) -> str:
+    return f" by {user}" if user else ""
 
 
 def postmortem(incident: Incident) -> str:
@@ -17,9 +23,10 @@ def postmortem(incident: Incident) -> str:
         f"- Category: {incident.get_category_display()} (`{incident.category}`)",
         f"- Severity: {incident.severity}; status: {incident.status}",
         f"- Started: {_when(incident.started_at)}; detected: {_when(incident.detected_at)}",
-        f"- Acknowledged: {_when(incident.acknowledged_at)}; resolved: {_when(incident.resolved_at)}",
-        f"- Time to acknowledge: {incident.time_to_acknowledge or '—'}",
-        f"- Time to resolve: {incident.time_to_resolve or '—'}",
+        f"- Acknowledged: {_when(incident.acknowledged_at)}{_by(acknowledged_by(incident))}; "
+        f"resolved: {_when(incident.resolved_at)}",
+        f"- Time to acknowledge: {duration(incident.time_to_acknowledge)}",
+        f"- Time to resolve: {duration(incident.time_to_resolve)}",
         f"- Owner: {incident.owner.get_username() if incident.owner else '—'}",
         "",
         "## Impact",

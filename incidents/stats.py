@@ -2,6 +2,10 @@
 respond (MTTA: detected -> acknowledged, MTTR: started -> resolved), how both move week by
 week, and where it happens (the instances with the most incidents).
 
+MTTA is over the incidents a person acknowledged (resolving or mitigating is not an
+acknowledgement), so the review says how many of all that is. Drill incidents are practice,
+not failures: every review leaves them out.
+
 The statistics are plain functions over IncidentRecord, so tests can compute them by hand.
 The ORM appears only in filter_incidents (the one set of filters shared by the page, the CSV
 and the CLI) and load_records."""
@@ -21,7 +25,7 @@ from django.utils import timezone
 
 from core.taxonomy import CATEGORIES, family, label
 from fleet.models import GpuHost, Instance
-from incidents.models import Incident, Severity, Status
+from incidents.models import Incident, Severity, Source, Status
 
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys([family(key) for key in CATEGORIES] + ["other"]))
 SHORTCUTS = ("7d", "30d", "90d")
@@ -71,9 +75,9 @@ def parse_moment(value: str, *, now: datetime, end_of_day: bool = False) -> date
 
 
 def filter_incidents(*, filters: ReviewFilters) -> QuerySet[Incident]:
-    """The incidents the filters select, by when they started. A host matches incidents on
-    the host itself or on one of its instances; a model matches the incident's affected models
-    or the model its instances serve."""
+    """The incidents the filters select, by when they started, drills left out. A host matches
+    incidents on the host itself or on one of its instances; a model matches the incident's
+    affected models or the model its instances serve."""
     f = filters
     exact = {
         "started_at__gte": f.since,
@@ -82,7 +86,9 @@ def filter_incidents(*, filters: ReviewFilters) -> QuerySet[Incident]:
         "severity": f.severity,
         "status": f.status,
     }
-    incidents = Incident.objects.filter(**{lookup: value for lookup, value in exact.items() if value})
+    incidents = Incident.objects.exclude(source=Source.DRILL).filter(
+        **{lookup: value for lookup, value in exact.items() if value}
+    )
     if f.family:
         incidents = incidents.filter(Q(category=f.family) | Q(category__startswith=f.family + "."))
     related = [
@@ -331,11 +337,22 @@ def _response(times: ResponseTimes) -> dict[str, Any]:
 
 
 def _duration(stats: DurationStats) -> dict[str, Any]:
+    """Minutes to 0.1 (the charts' and the CLI's unit) and whole seconds (for people: 9 min 20 s)."""
+
     def rounded(value: float | None) -> float | None:
         return None if value is None else round(value, 1)
 
+    def seconds(value: float | None) -> int | None:
+        return None if value is None else round(value * 60)
+
     mean, median = rounded(stats.mean_minutes), rounded(stats.median_minutes)
-    return {"count": stats.count, "mean": mean, "median": median}
+    return {
+        "count": stats.count,
+        "mean": mean,
+        "median": median,
+        "mean_s": seconds(stats.mean_minutes),
+        "median_s": seconds(stats.median_minutes),
+    }
 
 
 # CSV ----------------------------------------------------------------------------------------

@@ -25,3 +25,11 @@ def evaluate_alerts() -> None:
     from incidents import alerting
 
     alerting.evaluate()
+
+
+@shared_task(name="incidents.run_drill", ignore_result=True, soft_time_limit=900, time_limit=960)
+def run_drill(*, run_id: int) -> None:
+    """Replay a drill's scenario, recording progress and the report on its run row."""
+    from incidents.drills import service
+
+    service.run_stored(run_id=run_id)

@@ -6,6 +6,7 @@ NAVIGATION = [
     ("Troubleshoot", "diagnostics:troubleshoot", "troubleshoot"),
     ("Sizing", "diagnostics:sizing", "sizing"),
     ("Configs", "diagnostics:configs", "configs"),
+    ("Drills", "drills:index", "drills"),
 ]
 
 

@@ -62,6 +62,13 @@ SCHEDULES: tuple[Schedule, ...] = (
         description="GPU state through NVML for instances whose host has GPU telemetry.",
     ),
     Schedule(
+        name="evaluate alerts",
+        task="incidents.evaluate_alerts",
+        every_seconds=15,
+        description="The alert rules over the probes' latest results: firing opens or joins the "
+        "incident for the instance and cause, clearing mitigates it.",
+    ),
+    Schedule(
         name="capacity check",
         task="diagnostics.capacity_check",
         every_seconds=300,
@@ -78,12 +85,24 @@ SCHEDULES: tuple[Schedule, ...] = (
 )
 
 
+PROBE_TASK = "fleet.probe_cycle"
+
 # Entries an earlier version created; sync removes them.
 RETIRED = ("probe cycle",)
 
 
+def _kwargs(schedule: Schedule, intervals: dict[str, int]) -> dict[str, Any]:
+    """A probe entry also carries every kind's interval: the probes judge staleness by them."""
+    if schedule.task != PROBE_TASK:
+        return schedule.kwargs
+    return schedule.kwargs | {"intervals_s": intervals}
+
+
 def sync_periodic_tasks() -> list[PeriodicTask]:
+    """Create the missing entries; bring the task and kwargs of existing ones up to date
+    (the probe entries' intervals_s follow intervals edited in the admin at each sync)."""
     PeriodicTask.objects.filter(name__in=RETIRED).delete()
+    intervals = probe_intervals()
     synced = []
     for schedule in SCHEDULES:
         interval, _ = IntervalSchedule.objects.get_or_create(
@@ -93,14 +112,14 @@ def sync_periodic_tasks() -> list[PeriodicTask]:
             name=schedule.name,
             defaults={
                 "task": schedule.task,
-                "kwargs": json.dumps(schedule.kwargs),
+                "kwargs": json.dumps(_kwargs(schedule, intervals)),
                 "interval": interval,
                 "description": schedule.description,
                 # due at once: a fresh console shows results without waiting an interval
                 "last_run_at": timezone.now() - timedelta(seconds=schedule.every_seconds),
             },
         )
-        kwargs = json.dumps(schedule.kwargs)
+        kwargs = json.dumps(_kwargs(schedule, intervals))
         if not created and (task.task, task.kwargs) != (schedule.task, kwargs):
             task.task, task.kwargs = schedule.task, kwargs
             task.save(update_fields=["task", "kwargs"])

@@ -142,6 +142,18 @@ ALERTMANAGER_TOKEN = env_str("ALERTMANAGER_TOKEN", "")
 # The console's public base URL, so links in notifications are absolute (e.g. https://console.example.com).
 CONSOLE_URL = env_str("CONSOLE_URL", "")
 NOTIFY_RETRY_BACKOFF_S = 5.0  # first retry of a failed notification; doubles up to 300 s
+# A fault that fires again within this many seconds of its incident being mitigated reopens
+# that incident (a flapping alert is one story); later, the old incident is resolved and a new
+# one opens (it stayed clear: what fires now is another occurrence). 0: never reopen.
+INCIDENT_REOPEN_WINDOW_S = env_int("INCIDENT_REOPEN_WINDOW_S", 1800, minimum=0, maximum=7 * 86400)
+# The simulator's control port (`make run` serves it on $SIM_CONTROL_PORT), for `manage.py fault`.
+SIMULATOR_CONTROL_URL = env_str(
+    "SIMULATOR_CONTROL_URL",
+    f"http://127.0.0.1:{env_int('SIM_CONTROL_PORT', 8199, minimum=1, maximum=65535)}",
+)
+
+# How often the fleet overview's tiles and counts refresh in the browser.
+OVERVIEW_POLL_S = env_int("OVERVIEW_POLL_S", 10, minimum=1, maximum=3600)
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"

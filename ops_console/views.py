@@ -3,10 +3,10 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from core.roles import Role, role_required
 from fleet.charts import gpu_memory_by_host
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 from ops_console import health
-from core.roles import Role, role_required
 
 
 @require_GET

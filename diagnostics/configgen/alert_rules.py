@@ -1,6 +1,6 @@
 """Prometheus alert rules for vLLM: the guide's rules (5.3.2), corrected and written anew.
 
-Corrections (seed-notes #5, #10, #11, #14): the KV metric follows the version
+Corrections (corrections #5, #10, #11, #14): the KV metric follows the version
 (`gpu_cache_usage_perc` up to 0.8, `kv_cache_usage_perc` from 0.9); KV usage above 90 % is
 normal for a cache, so the near-full rule also needs requests waiting; the error rate comes from
 `vllm:request_success_total{finished_reason=~"abort|error"}` because there is no
@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from core.alert_set import by_generator_key
 from diagnostics.configgen import safety
 from diagnostics.configgen.base import Check, ConfigFile, Field, Generator
 from diagnostics.configgen.vllm_metric_names import (
@@ -48,22 +49,25 @@ class RuleSettings:
     for_default: str
 
 
-RULES: tuple[RuleSettings, ...] = (
-    RuleSettings("kv", "VLLMKVCacheNearFull", "critical", "KV cache near full", "0.95",
-                 "KV cache usage above (0-1)", 1, "2m"),
-    RuleSettings("down", "VLLMServiceDown", "critical", "Service down", None, "", 0, "1m"),
-    RuleSettings("error_rate", "VLLMHighErrorRate", "critical", "High error rate", "0.05",
-                 "Failed share of finished requests above (0-1)", 1, "5m"),
-    RuleSettings("ttft", "VLLMHighTTFT", "warning", "High TTFT p99", "5", "TTFT p99 above (s)", 3600, "5m"),
-    RuleSettings("queue", "VLLMQueueBacklog", "warning", "Queue backlog", "50", "Waiting requests above",
-                 1e6, "3m"),
-    RuleSettings("gpu_temp", "GPUTemperatureHigh", "warning", "GPU temperature", "83",
-                 "GPU temperature above (°C)", 150, "5m"),
-    RuleSettings("swap", "VLLMKVCacheSwap", "warning", "KV cache swap (0.7 only)", "0",
-                 "CPU KV cache usage above (0-1)", 1, "5m"),
-    RuleSettings("e2e", "VLLMHighLatency", "warning", "High end-to-end latency p99", "30",
-                 "E2E latency p99 above (s)", 86400, "5m"),
-)  # fmt: skip
+# The generator's labels per rule; names, severities and default thresholds come from the
+# guide's one alert table (core.alert_set), shared with the console's own rules.
+_LABELS: dict[str, tuple[str, str, float, str]] = {
+    "kv": ("KV cache near full", "KV cache usage above (0-1)", 1, "2m"),
+    "down": ("Service down", "", 0, "1m"),
+    "error_rate": ("High error rate", "Failed share of finished requests above (0-1)", 1, "5m"),
+    "ttft": ("High TTFT p99", "TTFT p99 above (s)", 3600, "5m"),
+    "queue": ("Queue backlog", "Waiting requests above", 1e6, "3m"),
+    "gpu_temp": ("GPU temperature", "GPU temperature above (°C)", 150, "5m"),
+    "swap": ("KV cache swap (0.7 only)", "CPU KV cache usage above (0-1)", 1, "5m"),
+    "e2e": ("High end-to-end latency p99", "E2E latency p99 above (s)", 86400, "5m"),
+}  # key: (title, threshold label, maximum, default for)
+RULES: tuple[RuleSettings, ...] = tuple(
+    RuleSettings(
+        key, alert.alertname, alert.prometheus_severity, title, alert.guide_threshold, label, top, for_
+    )
+    for key, (title, label, top, for_) in _LABELS.items()
+    for alert in (by_generator_key()[key],)
+)
 
 
 def _rule_fields(rule: RuleSettings) -> tuple[Field, ...]:
@@ -184,8 +188,11 @@ def expressions(spec: AlertSpec) -> dict[str, str]:
     success = f"rate(vllm:request_success_total{{{job}}}[{RATE_WINDOW}])"
     failed = f'rate(vllm:request_success_total{{{job},finished_reason=~"{FAILED_REASONS}"}}[{RATE_WINDOW}])'
     exprs = {
+        # The console's one KV rule (fleet.probes.metric_rules.kv_under_pressure): usage above the
+        # threshold and requests waiting or preempted.
         "kv": f"max by (instance) ({m.kv_usage}{{{job}}}) > {number(t['kv'])}"
-        f" and on (instance) sum by (instance) (vllm:num_requests_waiting{{{job}}}) > {spec.kv_min_waiting}",
+        f" and on (instance) (sum by (instance) (vllm:num_requests_waiting{{{job}}}) > {spec.kv_min_waiting}"
+        f" or sum by (instance) (rate(vllm:num_preemptions_total{{{job}}}[{RATE_WINDOW}])) > 0)",
         "down": f"up{{{job}}} == 0",
         "error_rate": f"sum by (instance) ({failed}) / sum by (instance) ({success})"
         f" > {number(t['error_rate'])}",
@@ -209,12 +216,12 @@ def annotations(spec: AlertSpec, key: str) -> dict[str, str]:
     instance = "{{ $labels.instance }}"
     texts = {
         "kv": (
-            f"KV cache nearly full on {instance} with requests waiting",
+            f"KV cache nearly full on {instance} with requests waiting or preempted",
             f"KV cache usage is {{{{ $value | humanizePercentage }}}} (over {number(t['kv'] * 100)}% for "
-            f"{d['kv']}) while {_waiting(spec.kv_min_waiting)}. Usage above 90% alone is "
-            "normal under load: vLLM preallocates the KV pool and fills it as a cache, so this rule also "
-            "needs waiting requests. A full pool is not an out-of-memory risk: new requests queue, running "
-            "ones may be preempted and recomputed, and TTFT grows.",
+            f"{d['kv']}) while {_waiting(spec.kv_min_waiting)} or requests are preempted. Usage above 90% "
+            "alone is normal under load: vLLM preallocates the KV pool and fills it as a cache, so this rule "
+            "also needs waiting or preempted requests. A full pool is not an out-of-memory risk: new "
+            "requests queue, running ones may be preempted and recomputed, and TTFT grows.",
             "Check vllm:num_requests_waiting and vllm:num_preemptions_total; add replicas or rate-limit at "
             "the gateway. For more KV room raise --gpu-memory-utilization or lower --max-num-seqs or "
             "--max-model-len.",

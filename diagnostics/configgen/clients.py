@@ -3,8 +3,8 @@ and an aiohttp batch client, from one set of timeouts and limits (guide 2.2.5 an
 
 The balanced preset is the guide's connect 10 / read 180 / write 30 / pool 10 s with 3
 retries; the read timeout is the outer end of the chain engine budget < gateway
-proxy_read_timeout < client read timeout (seed-notes #9). The guide's scripts lost their
-spaces (seed-notes #14), so the files are written here from scratch: fixed code under a block
+proxy_read_timeout < client read timeout (corrections #9). The guide's scripts lost their
+spaces (corrections #14), so the files are written here from scratch: fixed code under a block
 of settings, each setting the repr() of a checked value; no value is pasted into code any
 other way. The API key is read at run time from the environment variable the spec names.
 """
@@ -284,7 +284,7 @@ def _confirmations(spec: ClientSpec) -> list[Check]:
             "ok",
             f"Client read timeout {spec.read_timeout_s:g} s is the outer end of the timeout chain",
             why="Engine budget (max_tokens) < gateway proxy_read_timeout < client read timeout (the guide's "
-            "120 / 150 / 180 s, seed-notes #9): the gateway gives up first and answers 504, and the client "
+            "120 / 150 / 180 s, corrections #9): the gateway gives up first and answers 504, and the client "
             "sees why.",
             fix=f"Set the gateway's proxy_read_timeout below {spec.read_timeout_s:g} s.",
         ),

@@ -336,7 +336,7 @@ def _zone_rules(http: list[Directive], maps: dict[str, tuple[str, int]]) -> list
                     line,
                     f"zone {name}: every client without an API key shares one bucket ({key} defaults to "
                     f"{default!r})",
-                    "One busy anonymous client then rate-limits all the others (seed-notes #15). An empty "
+                    "One busy anonymous client then rate-limits all the others (corrections #15). An empty "
                     "key is not counted by the zone; the per-IP zone still limits them.",
                     f'map ... {key} {{\n    default "";\n    ...\n}}',
                 )

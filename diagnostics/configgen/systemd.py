@@ -2,7 +2,7 @@
 service after N failed checks, with a cooldown (loading takes minutes) and a restart budget
 per hour, tells an OOM kill from the kernel log apart from a hang, and alerts a webhook.
 
-The guide's script (3.1) lost its spaces in print (seed-notes #14); this is written anew.
+The guide's script (3.1) lost its spaces in print (corrections #14); this is written anew.
 Every setting of the watchdog can be overridden from its environment, which is how the tests
 drive it against the simulator.
 """

@@ -1,4 +1,4 @@
-"""Which `vllm serve` flags exist in which vLLM version (shared/reference/vllm.md section 3).
+"""Which `vllm serve` flags exist in which vLLM version (docs/guide-corrections.md, appendix A.3).
 
 A generated command must hold only flags its version accepts: renamed flags follow the
 version, removed ones are dropped with a note, and flags the guide invents

@@ -1,5 +1,5 @@
 """Which `vllm:*` metric names each vLLM generation exposes, for generated alert rules and
-dashboards (shared/reference/vllm.md sections 0 and 1; seed-notes #5).
+dashboards (corrections #5 and appendix A.1 in docs/guide-corrections.md).
 
 The console's probes read both generations under canonical keys (fleet/probes/metric_names.py);
 a generated PromQL expression cannot fall back like that, so it must name the one metric the

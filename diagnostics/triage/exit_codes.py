@@ -1,4 +1,4 @@
-"""Exit codes in logs, explained (seed-notes #4): 137 is any SIGKILL, not only the OOM killer."""
+"""Exit codes in logs, explained (corrections #4): 137 is any SIGKILL, not only the OOM killer."""
 
 from __future__ import annotations
 

@@ -13,13 +13,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 from diagnostics import configgen_fill
 from diagnostics.configgen import nginx_lint, registry
 from diagnostics.configgen.base import ConfigFile, Generator, SpecErrors
 from diagnostics.configgen_forms import config_form
 from fleet.models import Gateway, Instance
-from core.htmx import wants_partial
-from core.roles import Role, role_required
 
 CONTENT_TYPES = {"json": "application/json", "yaml": "application/yaml", "python": "text/x-python"}
 

@@ -12,12 +12,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 from diagnostics import configgen_fill, sizing_service
 from diagnostics.forms import ConfigUploadForm, SizingForm
 from diagnostics.sizing.versions import DEFAULT_VERSION
 from fleet.models import Instance
-from core.htmx import wants_partial
-from core.roles import Role, role_required
 
 DEFAULTS = {
     "model": "llama-3.1-8b-instruct",

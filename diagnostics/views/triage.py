@@ -13,11 +13,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 from diagnostics import triage_service
 from diagnostics.models import TriageRun
 from diagnostics.triage.engine import TriageInputError
-from core.htmx import wants_partial
-from core.roles import Role, role_required
 
 HTMX_STOP_POLLING = 286
 

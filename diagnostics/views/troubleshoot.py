@@ -13,13 +13,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from diagnostics.models import SavedWalkthrough
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 from core.taxonomy import label
+from diagnostics.models import SavedWalkthrough
 from diagnostics.trees.model import trees
 from diagnostics.trees.walk import Facts, Walk, walk
 from fleet.models import Instance
-from core.htmx import wants_partial
-from core.roles import Role, role_required
 
 
 def _path(request: HttpRequest) -> list[int]:

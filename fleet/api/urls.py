@@ -1,7 +1,5 @@
-from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from diagnostics.api import SizingView
 from fleet.api import views
 
 router = DefaultRouter()
@@ -11,6 +9,5 @@ router.register("instances", views.InstanceViewSet, basename="api-instance")
 router.register("gateways", views.GatewayViewSet, basename="api-gateway")
 
 urlpatterns = [
-    path("sizing/", SizingView.as_view(), name="api-sizing"),
     *router.urls,
 ]

@@ -50,7 +50,7 @@ class RunStatus(models.TextChoices):
 class ProbeSettings(models.Model):
     """The judgement thresholds and probe limits; one row, edited in the admin.
 
-    Defaults are the guide's rules (chapter 2.2), corrected where seed-notes say so.
+    Defaults are the guide's rules (chapter 2.2), corrected where docs/guide-corrections.md says so.
     """
 
     connect_s = models.FloatField("connect above (s) → network", default=1.0)
@@ -66,6 +66,11 @@ class ProbeSettings(models.Model):
     temperature_c = models.PositiveIntegerField("GPU temperature hint above (°C)", default=85)
     sm_utilization_pct = models.PositiveIntegerField("SM utilization above (%) → saturated", default=95)
     ttft_p95_s = models.FloatField("TTFT p95 above (s)", default=5.0)
+    tps_drop_ratio = models.FloatField(
+        "tokens/s this share below the instance's usual → TPS",
+        default=0.4,
+        validators=[MinValueValidator(0.05), MaxValueValidator(0.95)],
+    )
     down_after_failures = models.PositiveSmallIntegerField(
         "down after this many failed cycles in a row",
         default=3,
@@ -176,6 +181,32 @@ class ProbeRun(models.Model):
         return self.status in (RunStatus.DONE, RunStatus.FAILED)
 
 
+class MetricSampleQuerySet(models.QuerySet["MetricSample"]):
+    """The one way to read stored series: the latest value of some series for some
+    instances, or their points over a time range. Alert signals, incident evidence, the
+    capacity check and the charts all read through these."""
+
+    def _of(self, instances, names, since, until=None) -> MetricSampleQuerySet:  # noqa: ANN001
+        chosen = self.filter(instance__in=instances, name__in=list(names), ts__gte=since)
+        return chosen.filter(ts__lte=until) if until is not None else chosen
+
+    def latest_values(self, *, instances, names, since, until=None) -> dict[tuple[int, str], float]:  # noqa: ANN001
+        """{(instance id, name): the latest value} of each series seen since `since`."""
+        latest: dict[tuple[int, str], float] = {}
+        rows = self._of(instances, names, since, until).order_by("ts", "id")
+        for instance_id, name, value in rows.values_list("instance_id", "name", "value"):
+            latest[(instance_id, name)] = value  # in time order: the last one wins
+        return latest
+
+    def points(self, *, instances, names, since, until=None) -> dict[int, dict[str, list]]:  # noqa: ANN001
+        """{instance id: {name: [(ts, value), ...]}} in time order."""
+        found: dict[int, dict[str, list]] = {}
+        rows = self._of(instances, names, since, until).order_by("ts", "id")
+        for instance_id, name, ts, value in rows.values_list("instance_id", "name", "ts", "value"):
+            found.setdefault(instance_id, {}).setdefault(name, []).append((ts, value))
+        return found
+
+
 class MetricSample(models.Model):
     """One value of one canonical metric of an instance at one time.
 
@@ -188,6 +219,8 @@ class MetricSample(models.Model):
     ts = models.DateTimeField()
     value = models.FloatField()
     resolution = models.PositiveIntegerField(default=0)
+
+    objects = MetricSampleQuerySet.as_manager()
 
     class Meta:
         indexes = [

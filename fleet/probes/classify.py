@@ -1,10 +1,11 @@
 """From probe results to findings and a verdict, by the guide's rules (chapter 2.2).
 
 Each finding names its category in the guide's taxonomy (2.1), a severity and the
-evidence with the numbers filled in ("TTFB 7.2 s > 5 s, so TTFT"). Corrections from
-seed-notes apply: high KV-cache usage alone is only informational (#11); thermal trouble
-is judged by NVML's throttle reasons, the temperature is a hint (#10); vLLM never sends
-429 itself (#8); failures are finished_reason abort|error, not request_failure_total (#5).
+evidence with the numbers filled in ("TTFB 7.2 s > 5 s, so TTFT"). The corrections of
+docs/guide-corrections.md apply: high KV-cache usage alone is only informational (#11);
+thermal trouble is judged by NVML's throttle reasons, the temperature is a hint (#10); vLLM
+never sends 429 itself (#8); failures are finished_reason abort|error, not
+request_failure_total (#5).
 Severity "info" findings are shown but do not change the verdict.
 """
 
@@ -40,11 +41,35 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class Classification:
-    verdict: Literal["up", "degraded", "down"]
+    verdict: Literal["up", "degraded", "down"]  # of the findings; the state adds "failing"
     findings: tuple[Finding, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings]}
+
+
+def _dead_status(target: ProbeTarget, readiness: ReadinessResult) -> int:
+    """The status the engine's /health answers once its engine core died: vLLM 500 up to
+    0.10 and 503 from 0.11 (vllm#24897), TGI 503; by the version the server reports."""
+    if target.engine != "vllm":
+        return 503
+    version = (readiness.version or target.engine_version or "").strip()
+    try:
+        major, minor = (int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return 503
+    return 503 if (major, minor) >= (0, 11) else 500
+
+
+def _engine_dead(
+    readiness: ReadinessResult, check: RouteCheck, target: ProbeTarget, phases: PhaseResult | None
+) -> bool:
+    """/health answers the engine's dead status and a generation fails with 500 (or was not
+    tried): a plain 500 or 503 from something else is a server error, not a dead engine."""
+    if check.outcome != "bad_status" or check.status != _dead_status(target, readiness):
+        return False
+    generated = phases is not None and phases.method == "POST"
+    return not generated or phases.status == 500
 
 
 def _readiness(
@@ -52,6 +77,7 @@ def _readiness(
     target: ProbeTarget,
     gpus: GpuProbeResult | None,
     indices: Sequence[int] | None,
+    phases: PhaseResult | None = None,
 ) -> list[Finding]:
     if readiness is None:
         return []
@@ -69,7 +95,8 @@ def _readiness(
             indices=indices,
         )
         health = check is readiness.checks[0]
-        found.append(made or _readiness_failure(readiness, check, health=health))
+        dead = health and _engine_dead(readiness, check, target, phases)
+        found.append(made or _readiness_failure(readiness, check, health=health, dead=dead))
         if health:
             break  # with the health route failing, the other routes' failures add nothing
     if readiness.model_mismatch:
@@ -87,7 +114,9 @@ def _readiness(
     return found + _version(readiness, target)
 
 
-def _readiness_failure(readiness: ReadinessResult, check: RouteCheck, *, health: bool) -> Finding:
+def _readiness_failure(
+    readiness: ReadinessResult, check: RouteCheck, *, health: bool, dead: bool = False
+) -> Finding:
     """A failed readiness route: a hung or dead health route is down, the rest degraded."""
     path, outcome, status, error = check.path, check.outcome, check.status, check.error
 
@@ -102,7 +131,7 @@ def _readiness_failure(readiness: ReadinessResult, check: RouteCheck, *, health:
             f"{path} accepted the connection but did not answer in {check.elapsed_s:.1f} s: "
             "the API server is hung",
         )
-    if outcome == "bad_status" and status in (500, 503) and health and readiness.engine_dead:
+    if dead:
         return make(
             "engine.dead",
             Category.ENGINE_DEAD,
@@ -313,7 +342,7 @@ def classify(
     is "down", degraded if any is "degraded", else up. gpu_indices limits the GPU rules to
     the instance's GPUs (all GPUs of the reading when None)."""
     found = [
-        *_readiness(readiness, target, gpus, gpu_indices),
+        *_readiness(readiness, target, gpus, gpu_indices, phases),
         *_phases(phases, target, thresholds),
         *_stream(stream, target, thresholds),
         *scrape_findings(scrape),
@@ -333,9 +362,6 @@ class StateStep:
     pending: int = 0  # failed runs in a row of a failure not yet counted N times
 
 
-_STATE_RANK = {"unknown": 0, "up": 1, "degraded": 2, "down": 3}
-
-
 def next_state(
     *,
     previous_state: str,
@@ -348,9 +374,10 @@ def next_state(
 
     A run of a kind fails when a "down" finding comes from it; each kind counts its own
     failed runs in a row, and a run without such a finding resets its count. A down
-    finding turns the instance down only once its kind has failed `down_after_failures`
-    runs in a row; until then the instance keeps its previous state (or the worse state
-    its other findings call for). Degraded is a state of its own, never a failure."""
+    finding makes the instance "failing" at once (amber: never green while a failure is
+    seen) and "down" once its kind has failed `down_after_failures` runs in a row; a
+    down instance stays down while the failure lasts. Degraded is a state of its own,
+    never a failure."""
     failing = {kind_of_source(f.source) for f in classification.findings if f.severity == "down"}
     counts = dict(failures)
     for kind in measured:
@@ -358,9 +385,8 @@ def next_state(
     counts = {kind: n for kind, n in counts.items() if n}
     if classification.verdict != "down" or not failing:
         return StateStep(verdict=classification.verdict, failures=counts)
-    worst_run = max(counts.get(kind, 0) for kind in failing)
-    if any(counts.get(kind, 0) >= thresholds.down_after_failures for kind in failing):
+    if previous_state == "down" or any(
+        counts.get(kind, 0) >= thresholds.down_after_failures for kind in failing
+    ):
         return StateStep(verdict="down", failures=counts, pending=0)
-    degraded = any(f.severity == "degraded" for f in classification.findings)
-    verdict = max(previous_state, "degraded" if degraded else "unknown", key=_STATE_RANK.__getitem__)
-    return StateStep(verdict=verdict, failures=counts, pending=worst_run)
+    return StateStep(verdict="failing", failures=counts, pending=max(counts.get(k, 0) for k in failing))

@@ -1,7 +1,7 @@
 """The vocabulary of findings: categories, severities, thresholds.
 
 Categories follow the guide's taxonomy (2.1) where it has one; `oom.kv_pressure` is the
-corrected reading of "KV cache full" (seed-notes #3: vLLM waits and preempts, no OOM).
+corrected reading of "KV cache full" (corrections #3: vLLM waits and preempts, no OOM).
 """
 
 from __future__ import annotations
@@ -57,12 +57,14 @@ class Thresholds:
     decode_gap_s: float = 10.0  # Total − TTFB (or − TTFT) large → TPS
     waiting: float = 10  # waiting > 10 → backlog
     running_fraction: float = 0.95  # running ≥ 95 % of max_num_seqs → batch full
-    kv_cache_usage: float = 0.95  # only with waiting or preemptions (seed-notes #11)
+    kv_cache_usage: float = 0.95  # only with waiting or preemptions (corrections #11)
+    kv_min_waiting: float = 0  # KV pressure: more than this many waiting (or preemptions)
     preemptions_per_s: float = 0.0
-    temperature_c: float = 85  # a hint; throttle reasons are the evidence (seed-notes #10)
+    temperature_c: float = 85  # a hint; throttle reasons are the evidence (corrections #10)
     sm_utilization_pct: float = 95  # SM > 95 % → saturated
     ttft_p95_s: float = 5.0
     error_ratio: float = 0.05  # the guide's 5 % error-rate alert
+    tps_drop_ratio: float = 0.4  # stream tokens/s this share below the instance's usual → TPS
     down_after_failures: int = 3
 
 

@@ -1,7 +1,7 @@
 """Findings from NVML: throttling, saturation, XID and ECC errors, NUMA placement.
 
 Thermal trouble is judged by NVML's clock throttle reasons; the temperature alone is a
-hint (seed-notes #10: the guide says both 83 and 85 °C). SM utilisation above the
+hint (corrections #10: the guide says both 83 and 85 °C). SM utilisation above the
 threshold (guide 2.2.2) is the explanation for slow TTFT or a queue, so it is degraded
 only beside such a finding; a busy GPU with happy clients is what we pay for.
 """

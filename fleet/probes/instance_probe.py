@@ -2,9 +2,10 @@
 
 A probe runs the kinds asked for concurrently: health (readiness routes and the latency
 phases), stream, metrics (the scrape, and rates against the previous scrape) and gpu (an
-NVML read in a worker thread, when the host has a backend). It then judges the instance
-on these fresh results together with `context`, the latest stored results of the kinds
-not run now (see fleet.probes.parts). The phase timing uses a tiny non-streaming
+NVML read in a worker thread, when the host has a backend). A probe only measures: the
+instance is judged once, by fleet.probes.judgement, on these fresh results together with
+the latest stored results of the other kinds (fleet.probe_service does that under the
+state's lock). The phase timing uses a tiny non-streaming
 generation of one token (vLLM: chat completions; TGI: /generate; Ollama: /api/chat), so
 its TTFB is the time to the first token (guide 2.2.1); the light health check of a large
 sweep times the health route instead and reads readiness from that one request.
@@ -23,10 +24,9 @@ from typing import Any
 import httpx
 
 from fleet.nvml.base import NvmlBackend
-from fleet.probes.classify import Category, Classification, Finding, Thresholds, classify
 from fleet.probes.fetch import make_instance_client
-from fleet.probes.gpu import GpuProbeResult, numa_findings, read_gpus
-from fleet.probes.outcomes import Outcome, describe_exception
+from fleet.probes.gpu import GpuProbeResult, read_gpus
+from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.phases import PhaseResult, measure_phases
 from fleet.probes.readiness import ReadinessResult, check_readiness, readiness_from_health_phases
@@ -44,9 +44,7 @@ class InstanceProbe:
     started_at: float  # epoch seconds
     elapsed_s: float
     kinds: frozenset[ProbeKind]  # the kinds measured by this probe
-    parts: ProbeParts  # what the instance was judged on: these kinds fresh, the rest stored
-    numa: tuple[str, ...]
-    classification: Classification
+    parts: ProbeParts  # the measured kinds' results (the others are None)
     scrape: Scrape | None = None  # this probe's parsed /metrics page, for the next rates
 
     @property
@@ -105,9 +103,7 @@ class InstanceProbe:
             "stream": stream.get("stream"),
             "scrape": scrape,
             "gpus": gpu.get("gpus"),
-            "numa": list(self.numa),
             "derived": metrics.get("derived", {}),
-            "classification": self.classification.to_dict(),
         }
 
 
@@ -155,47 +151,6 @@ async def _nothing() -> None:
     return None
 
 
-def _indices(instance_gpus: Iterable[Mapping[str, Any]]) -> list[int] | None:
-    found = [int(g["index"]) for g in instance_gpus]
-    return found or None
-
-
-def judge(
-    *,
-    target: ProbeTarget,
-    parts: ProbeParts,
-    thresholds: Thresholds,
-    instance_gpus: Sequence[Mapping[str, Any]] = (),
-) -> tuple[tuple[str, ...], Classification]:
-    """NUMA notes and the classification of one instance from its latest results; a bug in
-    the rules becomes a finding instead of losing the probe's measurements."""
-    try:
-        gpus = parts.gpus
-        numa = tuple(numa_findings(instance_gpus=instance_gpus, reading=gpus.reading if gpus else None))
-        classification = classify(
-            readiness=parts.readiness,
-            phases=parts.phases,
-            stream=parts.stream,
-            derived=parts.derived,
-            gpus=gpus,
-            target=target,
-            thresholds=thresholds,
-            scrape=parts.scrape_result,
-            numa=numa,
-            gpu_indices=_indices(instance_gpus),
-        )
-    except Exception as exc:
-        finding = Finding(
-            code="probe.bug",
-            category=Category.PROBE_ERROR,
-            severity="degraded",
-            source="classify",
-            evidence=f"the probe's rules failed: {describe_exception(exc)}",
-        )
-        return (), Classification(verdict="degraded", findings=(finding,))
-    return numa, classification
-
-
 async def _health(
     client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, *, light: bool
 ) -> tuple[ReadinessResult, PhaseResult]:
@@ -229,16 +184,13 @@ async def probe_instance(
     target: ProbeTarget,
     previous_scrape: Scrape | None,
     limits: ProbeLimits,
-    thresholds: Thresholds,
     gpu_backend: NvmlBackend | None = None,
-    instance_gpus: Sequence[Mapping[str, Any]] = (),
     kinds: Iterable[ProbeKind] = ALL_KINDS,
-    context: ProbeParts | None = None,
     light_health: bool = False,
 ) -> InstanceProbe:
-    """Probe one instance for `kinds` and judge it with `context` for the other kinds;
-    never raises, and ends within about the longer of limits.total_deadline_s and
-    limits.stream_deadline_s. The gpu kind is measured only with a backend.
+    """Measure one instance for `kinds`; never raises, and ends within about the longer of
+    limits.total_deadline_s and limits.stream_deadline_s. The gpu kind is measured only
+    with a backend.
 
     With light_health the health request the phases are timed on is the whole readiness
     check: a sweep of health and metrics makes two requests per instance."""
@@ -258,12 +210,8 @@ async def probe_instance(
     )
     readiness, phases = health or (None, None)
     scraped, derived = metrics or (None, {})
-    fresh = ProbeParts(
+    parts = ProbeParts(
         readiness=readiness, phases=phases, stream=stream, scrape_result=scraped, derived=derived, gpus=gpus
-    )
-    parts = (context or ProbeParts()).overlaid(fresh, kinds)
-    numa, classification = judge(
-        target=target, parts=parts, thresholds=thresholds, instance_gpus=instance_gpus
     )
     return InstanceProbe(
         target=target,
@@ -271,8 +219,6 @@ async def probe_instance(
         elapsed_s=perf_counter() - started,
         kinds=kinds,
         parts=parts,
-        numa=numa,
-        classification=classification,
         scrape=scraped.scrape if scraped else None,
     )
 
@@ -281,13 +227,11 @@ async def probe_instance(
 class _Sweep:
     client: httpx.AsyncClient | None
     limits: ProbeLimits
-    thresholds: Thresholds
     kinds: frozenset[ProbeKind]
     light_health: bool
     semaphore: asyncio.Semaphore
     previous_scrapes: Mapping[int, Scrape] = field(default_factory=dict)
     gpu_backends: Mapping[int, NvmlBackend | None] = field(default_factory=dict)
-    instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
     async def probe(self, target: ProbeTarget) -> InstanceProbe:
         async with self.semaphore:
@@ -302,11 +246,9 @@ class _Sweep:
             target=target,
             previous_scrape=self.previous_scrapes.get(target.instance_id),
             limits=self.limits,
-            thresholds=self.thresholds,
             kinds=self.kinds,
             light_health=self.light_health,
             gpu_backend=self.gpu_backends.get(target.instance_id),
-            instance_gpus=self.instance_gpus.get(target.instance_id, ()),
         )
 
 
@@ -315,12 +257,10 @@ async def probe_many(
     targets: Sequence[ProbeTarget],
     previous_scrapes: Mapping[int, Scrape],
     limits: ProbeLimits,
-    thresholds: Thresholds,
     concurrency: int = 100,
     kinds: Iterable[ProbeKind] = ALL_KINDS,
     light_health: bool = False,
     gpu_backends: Mapping[int, NvmlBackend | None] | None = None,
-    instance_gpus: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> list[InstanceProbe]:
     """Probe every target for `kinds`, at most `concurrency` at once, each over its own
@@ -329,12 +269,10 @@ async def probe_many(
     sweep = _Sweep(
         client=client,
         limits=limits,
-        thresholds=thresholds,
         kinds=parse_kinds(kinds),
         light_health=light_health,
         semaphore=asyncio.Semaphore(max(1, concurrency)),
         previous_scrapes=previous_scrapes,
         gpu_backends=gpu_backends or {},
-        instance_gpus=instance_gpus or {},
     )
     return list(await asyncio.gather(*(sweep.probe(t) for t in targets)))

@@ -1,6 +1,6 @@
 """Canonical metric names, and the wire names each one is read from.
 
-vLLM renamed metrics between versions (vllm.md §0, §1.4–1.5; seed-notes #5), so a scrape
+vLLM renamed metrics between versions (corrections #5, A.1 in docs/guide-corrections.md), so a scrape
 is keyed by canonical names and both generations land on the same key. Where a server
 emits both names (0.9–0.10 emit the deprecated one beside the new one), the first wire
 name listed wins. TGI's `tgi_*` equivalents are mapped where they exist; Ollama has no
@@ -70,6 +70,11 @@ COUNTERS = (
         "prefix_cache_queries", ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
     ),
     MetricName("prefix_cache_hits", ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")),
+    # The histogram of tokens scheduled per engine step, read as two counters: its count is
+    # the engine's steps, its sum the tokens they processed (prefill and decode). A stalled
+    # engine shows zero of both; a slow prefill still steps.
+    MetricName("engine_steps", ("vllm:iteration_tokens_total_count",)),
+    MetricName("scheduled_tokens", ("vllm:iteration_tokens_total_sum",)),
 )
 
 # Request counters split by a label into request_success:<value>.

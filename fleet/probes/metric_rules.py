@@ -1,10 +1,10 @@
 """Findings from an engine's metrics (derived over the window between two scrapes).
 
-The guide's rules (2.2.2, 2.2.3, 5.3) with seed-notes' corrections: KV-cache usage above
+The guide's rules (2.2.2, 2.2.3, 5.3) with the corrections of docs/guide-corrections.md: KV-cache usage above
 the threshold is informational unless requests wait or are preempted (#11: it is a
 cache); preemptions are KV pressure, not an OOM (#3); swap exists only in 0.7 (#5); the
 error ratio comes from request_success_total{finished_reason="abort"|"error"} (#5). An
-engine with work queued but no tokens generated over the window is stalled (vllm#39863).
+engine with work queued but no tokens is judged with the other kinds (fleet.probes.judgement).
 """
 
 from __future__ import annotations
@@ -58,12 +58,22 @@ def _preemptions(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) ->
     )
 
 
+def kv_under_pressure(d: Mapping[str, float], th: Thresholds) -> bool:
+    """The one KV rule (corrections #11): usage above the threshold AND requests waiting
+    or preempted. High usage alone is the cache doing its job. The console's alert rule
+    reads this finding, and the generated Prometheus rule encodes the same condition."""
+    usage = d.get("kv_cache_usage")
+    if usage is None or usage <= th.kv_cache_usage:
+        return False
+    return d.get("num_requests_waiting", 0.0) > th.kv_min_waiting or _preempting(d, th)
+
+
 def _kv_usage(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
     usage = d.get("kv_cache_usage")
     if usage is None or usage <= th.kv_cache_usage:
         return None
     waiting = d.get("num_requests_waiting", 0.0)
-    if waiting > th.waiting or _preempting(d, th):
+    if kv_under_pressure(d, th):
         return _finding(
             "kv.pressure",
             Category.KV_PRESSURE,
@@ -73,8 +83,8 @@ def _kv_usage(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Fi
     return _finding(
         "kv.high",
         Category.KV_PRESSURE,
-        f"KV cache {usage:.0%} used > {th.kv_cache_usage:.0%}, but nothing waits beyond the threshold "
-        "and nothing is preempted: normal under load, it is a cache",
+        f"KV cache {usage:.0%} used > {th.kv_cache_usage:.0%}, with nothing waiting and nothing "
+        "preempted: the cache is doing its job (not a fault)",
         "info",
     )
 
@@ -114,21 +124,7 @@ def _errors(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Find
     )
 
 
-def _stalled(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Finding | None:
-    queued = d.get("num_requests_waiting", 0.0) + d.get("num_requests_running", 0.0)
-    if "generation_tokens_per_s" not in d or d["generation_tokens_per_s"] > 0 or queued <= 0:
-        return None
-    return _finding(
-        "engine.stalled",
-        Category.HUNG,
-        f"{d.get('num_requests_running', 0):g} running and {d.get('num_requests_waiting', 0):g} "
-        f"waiting, but no token generated in {d.get('window_s', 0):.0f} s: the engine is stalled",
-        "down",
-    )
-
-
 RULES: tuple[Rule, ...] = (
-    _stalled,
     _backlog,
     _batch_full,
     _preemptions,

@@ -1,9 +1,9 @@
 """Findings for requests that failed: the connection (guide 2.2.4) or the HTTP status.
 
 A refused connection is what a starting vLLM looks like (it binds its port only after
-loading the model, seed-notes #7); when the instance's GPUs are known, NVML tells the two
+loading the model, corrections #7); when the instance's GPUs are known, NVML tells the two
 apart: a process holding GPU memory means still loading, none means the process is gone.
-429 never comes from vLLM itself (seed-notes #8): a gateway sent it, or TGI is overloaded.
+429 never comes from vLLM itself (corrections #8): a gateway sent it, or TGI is overloaded.
 """
 
 from __future__ import annotations

@@ -1,13 +1,24 @@
 """The fleet's control port: every instance's /_sim routes, reachable even when it is down.
 
 An instance that crashed or refuses connections cannot be asked anything on its own port;
-`manage.py simulate --control-port 8199` (or FleetRunner(control_port=...)) serves
+`manage.py simulate --control-port 8199` (or FleetRunner(control_port=...)) serves them on
+one port for the whole fleet. `make run` starts it on $SIM_CONTROL_PORT (8199), where
+`manage.py fault` (settings.SIMULATOR_CONTROL_URL) talks to it.
 
-GET    /_sim/instances                      name, engine, version, port, listening, exit code
+GET    /_sim/instances                      name, engine, version, port, listening, exit code,
+                                            GPU indices and active faults of each
 GET    /_sim/instances/{name}/state         as the instance's own /_sim/state
 GET    /_sim/instances/{name}/nvml          as /_sim/nvml
-POST   /_sim/instances/{name}/faults        as /_sim/faults (clearing a crash restarts it)
-DELETE /_sim/instances/{name}/faults        as /_sim/faults (?kind=...)
+POST   /_sim/instances/{name}/faults        as /_sim/faults, every kind: a crash stops the port
+                                            and records the exit code, refuse_connections
+                                            closes it; 400 naming the field on a bad fault
+DELETE /_sim/instances/{name}/faults        as /_sim/faults (?kind=...); clearing a crash
+                                            restarts the instance on its port, clearing
+                                            refuse_connections opens the port again
+POST   /_sim/instances/{name}/load          as /_sim/load
+GET    /_sim/instances/{name}/access_log    as /_sim/access_log
+
+An unknown instance is a 404 whose JSON names it.
 """
 
 from __future__ import annotations
@@ -17,7 +28,12 @@ from typing import Any
 
 from aiohttp import web
 
-from fleet.simulator.sim_routes import add_fault_response, clear_faults_response
+from fleet.simulator.sim_routes import (
+    access_log_response,
+    add_fault_response,
+    clear_faults_response,
+    set_load_response,
+)
 
 RUNNER_KEY: web.AppKey[Any] = web.AppKey("runner")
 
@@ -31,6 +47,8 @@ def control_app(runner: Any) -> web.Application:
         web.get("/_sim/instances/{name}/nvml", _nvml),
         web.post("/_sim/instances/{name}/faults", _add_fault),
         web.delete("/_sim/instances/{name}/faults", _clear_faults),
+        web.post("/_sim/instances/{name}/load", _set_load),
+        web.get("/_sim/instances/{name}/access_log", _access_log),
     ])  # fmt: skip
     return app
 
@@ -44,9 +62,8 @@ def _instance(request: web.Request) -> Any:
     try:
         return request.app[RUNNER_KEY].instance(name)
     except KeyError:
-        raise web.HTTPNotFound(
-            text=json.dumps({"error": f"no simulated instance {name!r}"}), content_type="application/json"
-        ) from None
+        error = f"no simulated instance {name!r}; GET /_sim/instances lists them"
+        raise web.HTTPNotFound(text=json.dumps({"error": error}), content_type="application/json") from None
 
 
 async def _list(request: web.Request) -> web.Response:
@@ -58,6 +75,8 @@ async def _list(request: web.Request) -> web.Response:
             "port": inst.port,
             "listening": inst.listening,
             "exit_code": inst.exit_code,
+            "gpus": inst.gpu_indices,
+            "faults": inst.faults.to_list(now=inst.clock()),
         }
         for inst in request.app[RUNNER_KEY].instances.values()
     ]
@@ -78,3 +97,11 @@ async def _add_fault(request: web.Request) -> web.Response:
 
 async def _clear_faults(request: web.Request) -> web.Response:
     return clear_faults_response(_instance(request), request)
+
+
+async def _set_load(request: web.Request) -> web.Response:
+    return await set_load_response(_instance(request), request)
+
+
+async def _access_log(request: web.Request) -> web.Response:
+    return access_log_response(_instance(request), request)

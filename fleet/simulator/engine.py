@@ -7,7 +7,7 @@ The scheduler follows vLLM V1 closely enough for an ops console to see the same 
   (max_num_seqs) and the KV blocks for their first chunk are free;
 - when a running request needs a block and none is free, the newest running request is
   preempted (its blocks freed, back to the front of the queue, counted in
-  num_preemptions); it later recomputes its prompt and output. Not an OOM (seed-notes #3);
+  num_preemptions); it later recomputes its prompt and output. Not an OOM (corrections #3);
 - at the end of each step every decoding sequence emits one token, and a request whose
   prefill completes emits its first.
 

@@ -16,18 +16,21 @@ each kind does is applied by the instance (instance.py) and the servers:
   http_500, http_503  requests fail with that status (fraction of them, paths prefixes)
   rate_limited        a gateway in front of the engine answers 429 with an OpenAI-style
                       rate_limit_error body and Retry-After: retry_after_s (fraction of
-                      requests, paths prefixes); vLLM itself never returns 429 (seed-notes #8)
+                      requests, paths prefixes); vLLM itself never returns 429 (corrections #8)
   crash               the instance stops listening and records exit_code (137 by default)
   malformed_metrics   /metrics serves text a Prometheus parser rejects
   huge_metrics        /metrics serves a valid body of about size_mb megabytes
-  gpu_xid             /_sim/nvml reports XID xid (79: fallen off the bus, 48: DBE) on gpu
+  gpu_xid             /_sim/nvml reports XID xid (79: fallen off the bus, 48: DBE) on gpu,
+                      an index of the instance's own GPUs (the inventory's, e.g. 2 for an
+                      instance on GPU 2); without gpu, on every GPU of the instance. A gpu
+                      the instance does not have is refused (400 listing its indices)
   engine_dead         the engine is dead: /health 500 (<=0.10) or 503 (0.11+), requests 500
   engine_stall        the engine stops stepping but /health stays 200 (vllm#39863)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -70,6 +73,9 @@ class Param:
     hint: str = ""
 
 
+# Parameters that name one GPU by its index; the instance checks them against its own GPUs.
+GPU_PARAMS = ("gpu",)
+GPU_HINT = "one of the instance's GPU indices; omitted: every GPU of the instance"
 _FRACTION = Param(float, 1.0, 0.0, 1.0, hint="the share of requests that fail")
 _PATHS = Param(list, [], hint="path prefixes; empty: every path")
 
@@ -95,7 +101,7 @@ FAULT_KINDS: dict[FaultKind, dict[str, Param]] = {
     FaultKind.CRASH: {"exit_code": Param(int, 137, 1, 255), "oom_killed": Param(bool, False)},
     FaultKind.MALFORMED_METRICS: {},
     FaultKind.HUGE_METRICS: {"size_mb": Param(float, 20.0, 0.1, 200.0)},
-    FaultKind.GPU_XID: {"xid": Param(int, 79, 1, 1000), "gpu": Param(int, 0, 0, 63)},
+    FaultKind.GPU_XID: {"xid": Param(int, 79, 1, 1000), "gpu": Param(int, None, 0, 63, hint=GPU_HINT)},
     FaultKind.ENGINE_DEAD: {},
     FaultKind.ENGINE_STALL: {},
 }
@@ -131,6 +137,22 @@ def parse_fault(data: Any, *, now: float, time_scale: float = 1.0) -> Fault:
     duration = _value("duration_s", data.get("duration_s"), _DURATION)
     expires = None if duration is None else now + duration / time_scale
     return Fault(kind=kind, params=params, started_at=now, expires_at=expires)
+
+
+def check_gpus(fault: Fault, *, indices: Sequence[int], instance: str) -> None:
+    """Refuse a fault that names a GPU the instance does not have (FaultError naming the field).
+
+    Without this an XID on GPU 0 of an instance that runs on GPU 2 would show nowhere.
+    """
+    for name in GPU_PARAMS:
+        index = fault.params.get(name)
+        if index is not None and index not in indices:
+            listed = ", ".join(str(i) for i in indices)
+            raise FaultError(
+                f"{name} {index} is not one of {instance}'s GPUs; its GPU indices: {listed} "
+                f"(leave {name} out for every one of them)",
+                field=name,
+            )
 
 
 def _kind(value: Any) -> FaultKind:

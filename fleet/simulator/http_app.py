@@ -130,7 +130,7 @@ async def _faults(request: web.Request, handler: Any) -> web.StreamResponse:
 
 def _rate_limited(retry_after_s: int) -> web.Response:
     """What a gateway in front of the engine answers when it throttles (vLLM never sends 429;
-    nginx sends Retry-After only when configured to, seed-notes #8)."""
+    nginx sends Retry-After only when configured to, corrections #8)."""
     body = {
         "error": {
             "message": "Rate limit exceeded. Please retry after a short wait.",

@@ -22,13 +22,13 @@ from aiohttp import web
 from fleet.simulator import vllm_versions
 from fleet.simulator.engine import Engine, EngineRequest, RequestState
 from fleet.simulator.engine_stats import EngineStats
-from fleet.simulator.faults import Fault, FaultBook, FaultKind, parse_fault
+from fleet.simulator.faults import Fault, FaultBook, FaultKind, check_gpus, parse_fault
 from fleet.simulator.generation import Generation
 from fleet.simulator.histograms import ITERATION_TOKENS, ITERATION_TOKENS_0_8
 from fleet.simulator.http_app import EngineServer, build_app
 from fleet.simulator.instance_state import instance_state
 from fleet.simulator.metrics_faults import huge_metrics, malformed_metrics
-from fleet.simulator.nvml_readings import GpuLoad, nvml_reading
+from fleet.simulator.nvml_readings import GpuLoad, gpu_indices, nvml_reading
 from fleet.simulator.ollama_server import OllamaServer
 from fleet.simulator.spec import InstanceSpec, LoadProfile
 from fleet.simulator.spec_mapping import load_profile_from_mapping
@@ -165,6 +165,8 @@ class SimInstance:
         return self.add_fault(parse_fault(data, now=self.clock()))
 
     def add_fault(self, fault: Fault) -> Fault:
+        """Activate a parsed fault; FaultError when it names a GPU this instance does not have."""
+        check_gpus(fault, indices=self.gpu_indices, instance=self.spec.name)
         self.faults.add(fault)
         if fault.kind is FaultKind.CRASH:
             self._crash(fault)
@@ -249,6 +251,11 @@ class SimInstance:
     def access_log_lines(self, *, limit: int) -> list[str]:
         return list(self.access_log)[-limit:] if limit > 0 else []
 
+    @property
+    def gpu_indices(self) -> list[int]:
+        """The indices /_sim/nvml reports for this instance's GPUs (the inventory's, when known)."""
+        return gpu_indices(self.spec)
+
     def nvml(self) -> dict[str, Any]:
         spec, engine = self.spec, self.engine
         load = GpuLoad(
@@ -260,7 +267,7 @@ class SimInstance:
             pid=1000 + spec.seed % 60000 + 7 * self.restarts,
             thermal_throttle=FaultKind.TPS_DROP in self.faults,
             xid=self.faults.param(FaultKind.GPU_XID, "xid"),
-            xid_gpu=self.faults.param(FaultKind.GPU_XID, "gpu") or 0,
+            xid_gpu=self.faults.param(FaultKind.GPU_XID, "gpu"),
         )
         return nvml_reading(spec=spec, load=load)
 

@@ -23,6 +23,7 @@ def instance_state(instance: SimInstance) -> dict[str, Any]:
         "oom_killed": instance.oom_killed,
         "restarts": instance.restarts,
         "engine_dead": instance.engine_dead,
+        "gpus": instance.gpu_indices,
         "scheduler": _scheduler(instance),
         "counters": _counters(instance),
         "faults": instance.faults.to_list(now=now),

@@ -1,6 +1,6 @@
 """The KV block pool: num_gpu_blocks blocks of block_size tokens, preallocated.
 
-Running out of blocks is not an out-of-memory error (seed-notes #3): the pool is fixed at
+Running out of blocks is not an out-of-memory error (corrections #3): the pool is fixed at
 start-up, and when it is full the scheduler preempts or keeps requests waiting.
 `reserved` models blocks held by something else (the kv_near_full fault).
 """

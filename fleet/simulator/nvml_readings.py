@@ -5,7 +5,12 @@ gpu_memory_utilization x total at start-up, so it is flat whether busy or idle);
 utilization is the share of time kernels run times how full the batch is; temperature,
 power and clocks follow that activity. A thermal fault (tps_drop) shows a hot GPU with
 thermal slowdown reasons and lowered clocks; an XID fault shows the event (79: fallen off
-the bus, 48: double-bit ECC error, which also counts an uncorrected volatile ECC error).
+the bus, 48: double-bit ECC error, which also counts an uncorrected volatile ECC error),
+on the GPU it names or, without one, on every GPU of the instance.
+
+GPUs are numbered as the inventory numbers them (`simulate --from-inventory`: an instance
+on GPU 2 reports index 2); GPUs beyond the inventory's (a synthetic spec, or gpu_count
+above the GPUs it lists) take the next free indices (gpu_indices).
 """
 
 from __future__ import annotations
@@ -51,15 +56,22 @@ class GpuLoad:
     pid: int
     thermal_throttle: bool = False
     xid: int | None = None
-    xid_gpu: int = 0
+    xid_gpu: int | None = None  # None: every GPU of the instance
+
+
+def gpu_indices(spec: InstanceSpec) -> list[int]:
+    """The NVML indices of the instance's GPUs, in order: the inventory's, then the next free ones."""
+    indices = [slot.index for slot in spec.gpus[: spec.gpu_count]]
+    spare = (i for i in range(max(indices, default=-1) + 1, 1 << 16) if i not in indices)
+    return indices + [next(spare) for _ in range(spec.gpu_count - len(indices))]
 
 
 def nvml_reading(*, spec: InstanceSpec, load: GpuLoad) -> dict[str, Any]:
-    gpus = [_gpu_state(spec, load, i).to_dict() for i in range(spec.gpu_count)]
+    gpus = [_gpu_state(spec, load, i, index).to_dict() for i, index in enumerate(gpu_indices(spec))]
     return {"driver_version": spec.driver_version, "cuda_version": spec.cuda_version, "gpus": gpus}
 
 
-def _gpu_state(spec: InstanceSpec, load: GpuLoad, position: int) -> GpuState:
+def _gpu_state(spec: InstanceSpec, load: GpuLoad, position: int, index: int) -> GpuState:
     board = gpu_catalog.get(spec.gpu_model)
     limit, idle_w, max_clock = _BOARDS.get(spec.gpu_model, _DEFAULT_BOARD)
     activity = load.busy_fraction * (0.55 + 0.45 * load.occupancy) if load.holds_memory else 0.0
@@ -75,8 +87,7 @@ def _gpu_state(spec: InstanceSpec, load: GpuLoad, position: int) -> GpuState:
         temperature, clock = THERMAL_C + position % 2, int(max_clock * 0.55)
         reasons = [ThrottleReason.SW_THERMAL, ThrottleReason.HW_THERMAL]
     slot = spec.gpus[position] if position < len(spec.gpus) else None
-    index = slot.index if slot else position
-    xid_here = load.xid is not None and load.xid_gpu == index
+    xid_here = load.xid is not None and load.xid_gpu in (None, index)
     processes = (GpuProcess(pid=load.pid, name=load.process_name, used_memory_mib=used),) if used else ()
     return GpuState(
         index=index,

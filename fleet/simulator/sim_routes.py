@@ -2,6 +2,7 @@
 
 GET    /_sim/state        queues, KV blocks, faults, load streams, exit code
 POST   /_sim/faults       {"kind": ..., params..., "duration_s": ...} -> 201, or 400 naming the problem
+                          (and the field); a gpu the instance does not have is a 400 too
 DELETE /_sim/faults       clear all faults (?kind=hang clears one)
 GET    /_sim/nvml         the GPUs as NVML would report them (fleet.nvml.base.NvmlReading JSON)
 POST   /_sim/load         {"stream": ..., "requests_per_s": ..., ...}: start, change or stop a stream
@@ -93,7 +94,15 @@ async def _nvml(request: web.Request) -> web.Response:
 
 
 async def _set_load(request: web.Request) -> web.Response:
-    instance = _instance(request)
+    return await set_load_response(_instance(request), request)
+
+
+async def _access_log(request: web.Request) -> web.Response:
+    return access_log_response(_instance(request), request)
+
+
+async def set_load_response(instance: Any, request: web.Request) -> web.Response:
+    """POST .../load for one instance: the streams now running, or 400 naming the field."""
     try:
         instance.set_load(await _body(request))
     except SpecError as exc:
@@ -101,10 +110,11 @@ async def _set_load(request: web.Request) -> web.Response:
     return _json({"load": instance.state()["load"]})
 
 
-async def _access_log(request: web.Request) -> web.Response:
+def access_log_response(instance: Any, request: web.Request) -> web.Response:
+    """GET .../access_log for one instance: its last ?limit= lines (200 by default)."""
     try:
         limit = int(request.query.get("limit", "200"))
     except ValueError:
         return _json({"error": "limit must be an integer"}, status=400)
-    lines = _instance(request).access_log_lines(limit=limit)
+    lines = instance.access_log_lines(limit=limit)
     return web.Response(text="".join(line + "\n" for line in lines), content_type="text/plain")

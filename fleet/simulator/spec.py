@@ -5,7 +5,7 @@ from the engine, weights from the parameter count, the KV block count from GPU m
 a built spec always holds numbers. The KV sizing here is deliberately simple:
     KV bytes = GPU memory x gpu_memory_utilization x gpu_count - weights - activations
     blocks   = KV bytes / (KV bytes per token x block_size)
-(seed-notes #1: utilization is the share of *total* memory, weights included).
+(corrections #1: utilization is the share of *total* memory, weights included).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A decode step reads the (active) weights once and the KV of every sequence in th
 so it is memory-bound: its time grows with the batch and with the context the batch holds,
 and tokens/s per sequence falls as the batch grows. Prefill is compute-bound: linear in
 the prompt for common lengths, with an attention term that is quadratic in the position
-and matters only for very long prompts (seed-notes #12): it adds about 12% to a 16K prompt
+and matters only for very long prompts (corrections #12): it adds about 12% to a 16K prompt
 and 25% to a 32K one, so 16K takes about 18x as long as 1K, not 256x. Compute is the
 board's dense 16-bit peak at 50% utilization, which puts an 8B model on an H100 at about
 31K prefill tokens/s, and memory traffic runs at 70% of peak bandwidth: about 9 ms per

@@ -1,6 +1,6 @@
 """Which behaviour a vLLM version has: metric names, error bodies, /health when dead.
 
-Each rule cites the vLLM reference (shared/reference/vllm.md §0). Versions are compared as
+Each rule rests on docs/guide-corrections.md, appendix A. Versions are compared as
 numbers, never as strings ("0.10" > "0.9").
 """
 

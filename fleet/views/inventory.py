@@ -14,11 +14,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views import View
 
+from core.htmx import wants_partial
+from core.roles import Role, role_required
 from fleet import change_tracking
 from fleet.models import ChangeLogEntry
 from fleet.views.kinds import Kind
-from core.htmx import wants_partial
-from core.roles import Role, role_required
 
 PAGE_SIZE = 25
 PAGE_SIZES = (25, 50, 100)

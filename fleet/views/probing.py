@@ -10,10 +10,10 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from core.roles import Role, role_required
 from fleet import charts, probe_service
 from fleet.models import Instance, ProbeRun
 from fleet.tasks import probe_instance
-from core.roles import Role, role_required
 
 RANGES = {
     "1h": timedelta(hours=1),

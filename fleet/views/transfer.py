@@ -8,9 +8,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from core.roles import Role, role_required
 from fleet import inventory_io
 from fleet.forms import ImportForm
-from core.roles import Role, role_required
 
 CONTENT_TYPES = {"yaml": "application/yaml", "csv": "text/csv"}
 

@@ -1,41 +1,73 @@
-"""Incident pages: the list with filters and pages, the incident with its timeline, notes,
-status, attachments and the probe charts of the affected instances around its time; opening
-one by hand, editing it (every change kept in the timeline), the Markdown postmortem."""
+"""Incident pages: the list with filters and pages (drills hidden unless asked for), the
+incident with its timeline, notes, status, acknowledgement, attachments and the probe charts
+of the affected instances around its time; opening one by hand, editing it (every change kept
+in the timeline), acknowledging it (also from a notification's link: a confirm page, since
+following a link must change nothing), the Markdown postmortem."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.htmx import wants_partial
+from core.roles import Role, has_role, role_required
 from diagnostics.models import SavedWalkthrough, TriageRun
 from fleet import charts
 from incidents import lifecycle, notes
 from incidents.forms import IncidentForm, NoteForm
 from incidents.models import Incident, Severity, Source, Status, TimelineEntry
 from incidents.postmortem import postmortem
-from core.roles import Role, has_role, role_required
 
 PAGE_SIZE = 25
 FILTERS = ("status", "severity", "category")
+ALL_SOURCES = "all"  # as a `source`: drills included
+NOT_ACKNOWLEDGED = "no"  # as `acknowledged`: unresolved incidents nobody has acknowledged
 
 
 @require_GET
 @role_required(Role.VIEWER)
 def index(request: HttpRequest) -> HttpResponse:
     incidents = Incident.objects.prefetch_related("instances")
-    chosen = {name: request.GET.get(name, "") for name in FILTERS}
-    for name, value in chosen.items():
-        if value:
-            incidents = incidents.filter(**{name: value})
+    chosen = {name: request.GET.get(name, "") for name in (*FILTERS, "source", "acknowledged")}
+    for name in FILTERS:
+        if chosen[name]:
+            incidents = incidents.filter(**{name: chosen[name]})
+    incidents = _by_source(incidents, chosen["source"])
+    if chosen["acknowledged"] == NOT_ACKNOWLEDGED:
+        incidents = incidents.unresolved().filter(acknowledged_at__isnull=True)
     page = Paginator(incidents, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "chosen": chosen, "statuses": Status.choices, "severities": Severity.choices}
+    now = timezone.now()
+    context = {
+        "page": page,
+        "rows": [(incident, _open_for(incident, now)) for incident in page],
+        "chosen": chosen,
+        "statuses": Status.choices,
+        "severities": Severity.choices,
+        "sources": [(ALL_SOURCES, "any source, drills too"), *Source.choices],
+    }
     return render(request, "incidents/index.html", context)
+
+
+def _by_source(incidents: QuerySet[Incident], source: str) -> QuerySet[Incident]:
+    """Drills are practice: left out unless asked for by name or with `all`."""
+    if source == ALL_SOURCES:
+        return incidents
+    if source in Source.values:
+        return incidents.filter(source=source)
+    return incidents.exclude(source=Source.DRILL)
+
+
+def _open_for(incident: Incident, now: datetime) -> timedelta | None:
+    """How long an unresolved incident has been open since it started; None once resolved."""
+    return None if incident.status == Status.RESOLVED else now - incident.started_at
 
 
 def _get_incident(pk: int) -> Incident:
@@ -58,12 +90,10 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         (instance, charts.instance_panels(instance=instance, since=since))
         for instance in incident.instances.all()[:3]
     ]
-    context = {
-        "incident": incident,
+    context = _acknowledgement(request, incident) | {
         "entries": entries,
         "instance_charts": instance_charts,
         "note_form": NoteForm(),
-        "can_edit": has_role(request.user, Role.SRE),
         "statuses": Status.choices,
         "walkthroughs": SavedWalkthrough.objects.all()[:20],
         "triage_runs": TriageRun.objects.filter(status=TriageRun.Status.DONE)[:20],
@@ -153,6 +183,38 @@ def set_status(request: HttpRequest, pk: int) -> HttpResponse:
     if status in Status.values:
         lifecycle.set_status(incident, status=status, at=timezone.now(), user=request.user.get_username())
     return redirect(incident)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.SRE)
+def acknowledge(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: a confirm page with one button (what a notification links to; following a link
+    changes nothing). POST: acknowledge, then back to the incident, or the page's partial."""
+    incident = _get_incident(pk)
+    if request.method == "GET":
+        return render(request, "incidents/acknowledge.html", _acknowledgement(request, incident))
+    error = ""
+    try:
+        lifecycle.acknowledge(incident, at=timezone.now(), user=request.user.get_username())
+    except ValueError as exc:
+        error = str(exc)
+    if wants_partial(request, "acknowledgement"):
+        context = _acknowledgement(request, _get_incident(pk), error=error)
+        return render(request, "incidents/_acknowledgement.html", context)
+    if error:
+        messages.error(request, error)
+    return redirect(incident)
+
+
+def _acknowledgement(request: HttpRequest, incident: Incident, *, error: str = "") -> dict:
+    """What the acknowledgement partial and the confirm page show."""
+    return {
+        "incident": incident,
+        "acknowledged_by": lifecycle.acknowledged_by(incident),
+        "open_for": _open_for(incident, timezone.now()),
+        "can_edit": has_role(request.user, Role.SRE),
+        "error": error,
+    }
 
 
 @require_POST

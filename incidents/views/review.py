@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, Query
 from django.shortcuts import render
 from django.utils import timezone
 
+from core.roles import Role, role_required
 from fleet.models import GpuHost, Instance
 from incidents.models import CATEGORY_CHOICES, Severity, Status
 from incidents.stats import (
@@ -29,7 +30,6 @@ from incidents.stats import (
     parse_moment,
     review_figures,
 )
-from core.roles import Role, role_required
 
 ANY = [("", "any")]
 
@@ -98,6 +98,7 @@ def review(request: HttpRequest) -> HttpResponse:
         "suggestions": _suggestions(),
         "figures": figures,
         "family_rows": _family_rows(figures) if figures else [],
+        "category_rows": _with_fraction(figures["categories"]) if figures else [],
         "charts": _charts(figures) if figures and figures["total"] else [],
     }
     return render(request, "incidents/review.html", context)
@@ -138,8 +139,15 @@ def _family_rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
     """Each family's share beside its response times (both lists are in the same order)."""
     return [
         share | {"mtta": times["mtta"], "mttr": times["mttr"]}
-        for share, times in zip(figures["families"], figures["response"]["by_family"], strict=True)
+        for share, times in zip(
+            _with_fraction(figures["families"]), figures["response"]["by_family"], strict=True
+        )
     ]
+
+
+def _with_fraction(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Shares with their fraction beside the percentage, for the `percent` filter."""
+    return [share | {"fraction": share["percent"] / 100} for share in shares]
 
 
 # Charts: plotly figures embedded as JSON and drawn by ops_console/charts.js -----------------

@@ -21,7 +21,7 @@ from tests.configgen.test_alert_rules import PAYLOADS, run_promtool
 ROW_TITLES = ["Overview", "Latency", "Resources", "Throughput"]
 VLLM_METRIC = re.compile(r"vllm:[a-z0-9_]+")
 
-# Independent of the generator's table (shared/reference/vllm.md sections 0 and 1).
+# Independent of the generator's table (docs/guide-corrections.md, appendix A.1).
 KV_NAME = {"0.7": "vllm:gpu_cache_usage_perc", "0.8": "vllm:gpu_cache_usage_perc"}
 ITL_OLD = {"0.7", "0.8", "0.9", "0.10"}
 

@@ -65,7 +65,7 @@ def test_the_guides_template_shows_its_slips_with_their_lines():
     assert ("http11", 31) in found and ("connection_header", 31) in found  # /v1/completions
     assert not any(rule == "sse_buffering" for rule, _ in found)  # buffering off is inherited
     shared = next(f for f in result.findings if f.rule == "shared_anonymous_bucket")
-    assert "seed-notes #15" in shared.why and 'default "";' in shared.fix
+    assert "corrections #15" in shared.why and 'default "";' in shared.fix
 
 
 def test_a_location_setting_one_header_loses_the_cleared_connection_from_above():

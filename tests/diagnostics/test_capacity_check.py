@@ -47,7 +47,7 @@ def test_the_capacity_check_is_scheduled_every_five_minutes():
 
 def test_the_guides_0300_case_long_prompts_with_kv_pressure_is_critical():
     # max_model_len 32768 and max_num_seqs 256; the probes saw 30K-token prompts, a full
-    # KV cache and a queue (seed-notes #3: waiting and preemptions, not an OOM).
+    # KV cache and a queue (corrections #3: waiting and preemptions, not an OOM).
     instance = a100_instance()
     saw(
         instance,

@@ -93,7 +93,7 @@ def test_a_kind_whose_latest_result_is_stale_no_longer_counts(simulator, quick_s
     assert ("queue.backlog" in [f["code"] for f in state.findings]) == (verdict == "degraded")
 
 
-def test_an_instance_turns_down_only_after_n_failed_health_runs_in_a_row(simulator, quick_settings):
+def test_an_instance_is_failing_at_once_and_down_after_n_failed_health_runs(simulator, quick_settings):
     (instance,) = simulated_instances(1)
     sim = simulator()
     sweep_all()
@@ -101,10 +101,11 @@ def test_an_instance_turns_down_only_after_n_failed_health_runs_in_a_row(simulat
     sim.wait_listening(instance.name, listening=False)
     probe_service.run_cycle(kind="health")
     state = InstanceState.objects.get(instance=instance)
-    assert (state.verdict, state.consecutive_failures, state.failures) == ("up", 1, {"health": 1})
+    assert (state.verdict, state.consecutive_failures, state.failures) == ("failing", 1, {"health": 1})
+    assert state.findings[0]["category"] == "process.not_started"
     probe_service.run_cycle(kind="metrics")  # judged with the failed health run; not a health run
     state.refresh_from_db()
-    assert (state.verdict, state.failures) == ("up", {"health": 1})
+    assert (state.verdict, state.failures) == ("failing", {"health": 1})
     probe_service.run_cycle(kind="health")
     state.refresh_from_db()
     assert (state.verdict, state.consecutive_failures) == ("down", 2)

@@ -96,16 +96,14 @@ def test_the_charts_partial_draws_the_stored_samples_for_the_chosen_range(viewer
     assert b"No samples in the last 1h" in empty
 
 
-def test_failed_cycles_that_have_not_yet_turned_an_instance_down_are_shown(viewer_client):
+def test_failed_cycles_that_have_not_yet_turned_an_instance_down_are_shown_amber(viewer_client):
     host = make_host()
     new = make_instance(host, name="never-up")
-    InstanceState.objects.create(instance=new, verdict="unknown", consecutive_failures=2,
-                                 last_probe_at=timezone.now())  # fmt: skip
-    was_up = make_instance(host, name="was-up")
-    InstanceState.objects.create(instance=was_up, verdict="up", consecutive_failures=1,
+    InstanceState.objects.create(instance=new, verdict="failing", consecutive_failures=2,
                                  last_probe_at=timezone.now())  # fmt: skip
     content = viewer_client.get(reverse("fleet:overview")).content.decode()
-    assert "failing 2× in a row" in content and "up, failing 1× in a row" in content
+    assert "failing 2× in a row" in content
+    assert 'class="tile verdict-failing"' in content and 'data-state="failing"' in content
 
 
 def test_the_instance_page_says_when_each_kind_was_last_measured_and_draws_the_health_phases(viewer_client):

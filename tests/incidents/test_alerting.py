@@ -1,6 +1,7 @@
 """Alert rules over stored probe data open, join and mitigate incidents: one incident per
-instance and category, a host that is down as one incident, maintenance windows silencing,
-and the evidence snapshot taken when an incident opens."""
+instance and cause (the category of the evidence that fired the rule), a host incident only
+when the host itself is the evidence, maintenance windows silencing, timelines that take
+only their own cause's events, and the evidence snapshot taken when an incident opens."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -19,8 +20,23 @@ def sample(instance, name, value, at):
     MetricSample.objects.create(instance=instance, name=name, value=value, ts=at)
 
 
-def verdict(instance, value):
-    InstanceState.objects.update_or_create(instance=instance, defaults={"verdict": value})
+def finding(code, category, severity="down"):
+    return {"code": code, "category": category, "severity": severity, "evidence": code, "source": "readiness"}
+
+
+REFUSED = finding("connect.refused", "process.not_started")
+HTTP_500 = finding("health.http_500", "server.5xx")
+XID = finding("gpu.xid", "cuda.xid")
+HUNG = finding("engine.hung", "process.hung")
+KV_PRESSURE = finding("kv.pressure", "oom.kv_pressure", "degraded")
+KV_HIGH = finding("kv.high", "oom.kv_pressure", "info")
+
+
+def verdict(instance, value, *findings):
+    """The probes' judgement of the instance, as probe_service stores it."""
+    InstanceState.objects.update_or_create(
+        instance=instance, defaults={"verdict": value, "findings": list(findings)}
+    )
 
 
 def run(instance, name, values, every=30):
@@ -32,10 +48,28 @@ def run(instance, name, values, every=30):
     return T0 + timedelta(seconds=every * (len(values) - 1))
 
 
-def test_kv_cache_above_95_percent_for_two_minutes_opens_one_incident_with_evidence():
+def run_kv(instance, pressured, every=30):
+    """The probes judge KV pressure (or not) at each step, with KV usage sampled at 0.97."""
+    for i, under_pressure in enumerate(pressured):
+        at = T0 + timedelta(seconds=every * i)
+        sample(instance, "kv_cache_usage", 0.97, at)
+        if under_pressure:
+            verdict(instance, "degraded", KV_PRESSURE)
+        else:
+            verdict(instance, "up", KV_HIGH)
+        evaluate(now=at)
+    return T0 + timedelta(seconds=every * (len(pressured) - 1))
+
+
+def down_for(seconds, *instances, start=T0, every=30):
+    for i in range(seconds // every + 1):
+        evaluate(now=start + timedelta(seconds=every * i))
+    return start + timedelta(seconds=seconds)
+
+
+def test_kv_pressure_for_two_minutes_opens_one_incident_with_evidence():
     instance = make_instance(make_host(), name="chat-a")
-    verdict(instance, "degraded")
-    run(instance, "kv_cache_usage", [0.97] * 6)  # 0..150 s: pending at 0, firing at 120 s
+    run_kv(instance, [True] * 6)  # 0..150 s: pending at 0, firing at 120 s
     incident = Incident.objects.get()
     assert incident.category == "oom.kv_pressure" and incident.status == "open" and incident.source == "rule"
     assert incident.started_at == T0 and incident.detected_at == T0 + timedelta(seconds=120)
@@ -44,13 +78,20 @@ def test_kv_cache_above_95_percent_for_two_minutes_opens_one_incident_with_evide
     assert (
         snapshot["samples"]["kv_cache_usage"][0][1] == 0.97 and snapshot["launch_flags"]["max_num_seqs"] == 64
     )
+    assert [f["code"] for f in snapshot["findings"]] == ["kv.pressure"]  # the same rule as the verdict
     assert incident.timeline.filter(kind="opened").count() == 1
+
+
+def test_kv_usage_high_with_nothing_waiting_opens_nothing_and_stays_up():
+    instance = make_instance(make_host())
+    run_kv(instance, [False] * 12)
+    assert not Incident.objects.exists()
+    assert AlertState.objects.get(rule__key="kv_cache_high").state == "inactive"
 
 
 def test_a_cleared_rule_mitigates_and_firing_again_joins_the_same_incident():
     instance = make_instance(make_host())
-    verdict(instance, "up")
-    end = run(instance, "kv_cache_usage", [0.97] * 5 + [0.5] + [0.98] * 5)
+    end = run_kv(instance, [True] * 5 + [False] + [True] * 5)
     incident = Incident.objects.get()
     kinds = list(incident.timeline.values_list("kind", flat=True))
     assert kinds.count("alert_resolved") == 1 and kinds.count("alert_fired") == 1
@@ -59,18 +100,16 @@ def test_a_cleared_rule_mitigates_and_firing_again_joins_the_same_incident():
 
 def test_nothing_opens_twice_for_one_fault():
     instance = make_instance(make_host())
-    verdict(instance, "up")
-    run(instance, "kv_cache_usage", [0.99] * 20)
+    run_kv(instance, [True] * 20)
     assert Incident.objects.count() == 1
     assert AlertState.objects.get(rule__key="kv_cache_high").state == "firing"
 
 
 def test_different_categories_on_one_instance_are_different_incidents():
     instance = make_instance(make_host())
-    verdict(instance, "up")
+    verdict(instance, "degraded", KV_PRESSURE)
     for i in range(12):
         at = T0 + timedelta(seconds=30 * i)
-        sample(instance, "kv_cache_usage", 0.99, at)
         sample(instance, "ttft_p99_s", 9.0, at)
         evaluate(now=at)
     assert sorted(Incident.objects.values_list("category", flat=True)) == ["oom.kv_pressure", "timeout.ttft"]
@@ -78,14 +117,13 @@ def test_different_categories_on_one_instance_are_different_incidents():
 
 def test_a_maintenance_window_silences_the_rule():
     instance = make_instance(make_host())
-    verdict(instance, "up")
     MaintenanceWindow.objects.create(
         name="driver upgrade",
         instance=instance,
         starts_at=T0 - timedelta(minutes=1),
         ends_at=T0 + timedelta(hours=1),
     )
-    run(instance, "kv_cache_usage", [0.99] * 8)
+    run_kv(instance, [True] * 8)
     assert not Incident.objects.exists()
 
 
@@ -98,24 +136,75 @@ def test_a_recurring_window_is_active_at_the_same_time_each_day():
     assert not window.active_at(T0 - timedelta(days=1))
 
 
-def test_when_a_whole_host_is_down_its_instances_join_one_host_incident():
+def test_when_a_whole_host_is_down_the_same_way_its_instances_join_one_host_incident():
     host = make_host(name="gpu-node-07")
     a, b = make_instance(host, name="a"), make_instance(host, name="b")
     for instance in (a, b):
-        verdict(instance, "down")
-    for i in range(4):
-        evaluate(now=T0 + timedelta(seconds=30 * i))
+        verdict(instance, "down", REFUSED)
+    down_for(90)
     incident = Incident.objects.get()
     assert incident.dedup_key == f"host:{host.pk}:process.not_started"
+    assert incident.category == "process.not_started"
     assert set(incident.instances.all()) == {a, b} and "gpu-node-07" in incident.title
+
+
+def test_two_different_faults_on_one_host_are_two_incidents_each_with_its_cause():
+    host = make_host(name="gpu-a100-01")
+    llama, mistral = make_instance(host, name="vllm-llama"), make_instance(host, name="tgi-mistral")
+    verdict(llama, "down", HTTP_500)
+    verdict(mistral, "down", XID)
+    down_for(90)
+    opened = {i.category: [x.name for x in i.instances.all()] for i in Incident.objects.all()}
+    assert opened == {"server.5xx": ["vllm-llama"], "cuda.xid": ["tgi-mistral"]}
+    assert not Incident.objects.filter(dedup_key__startswith="host:").exists()
+
+
+@pytest.mark.parametrize(
+    ("found", "category"),
+    [(REFUSED, "process.not_started"), (HTTP_500, "server.5xx"), (XID, "cuda.xid"), (HUNG, "process.hung")],
+)
+def test_service_down_takes_the_category_of_the_down_finding(found, category):
+    instance = make_instance(make_host(), name="solo")
+    verdict(instance, "down", found)
+    down_for(90)
+    incident = Incident.objects.get()
+    assert incident.category == category and incident.dedup_key.endswith(category)
+    assert incident.title.startswith("Service down on solo: ")
+
+
+def test_a_different_fault_after_clearing_opens_a_new_incident_instead_of_reopening():
+    instance = make_instance(make_host(), name="solo")
+    verdict(instance, "down", finding("health.timeout", "process.unresponsive"))
+    end = down_for(90)
+    verdict(instance, "up")
+    end = down_for(60, start=end + timedelta(seconds=30))
+    hang = Incident.objects.get()
+    assert hang.status == "mitigated"
+    verdict(instance, "down", REFUSED)
+    down_for(90, start=end + timedelta(minutes=9))
+    hang.refresh_from_db()
+    assert hang.status == "mitigated" and not hang.timeline.filter(text__contains="open again").exists()
+    assert Incident.objects.get(category="process.not_started").status == "open"
+
+
+def test_a_mitigated_incident_takes_no_timeline_entries_from_a_later_unrelated_fault():
+    instance = make_instance(make_host(), name="chat")
+    end = run_kv(instance, [True] * 6 + [False] * 3)
+    kv = Incident.objects.get()
+    assert kv.status == "mitigated"
+    entries = kv.timeline.count()
+    verdict(instance, "down", HTTP_500)
+    down_for(90, start=end + timedelta(seconds=30))
+    assert kv.timeline.count() == entries
+    assert Incident.objects.filter(category="server.5xx").count() == 1
 
 
 def test_an_evaluation_without_fresh_data_changes_nothing():
     instance = make_instance(make_host())
     verdict(instance, "up")
-    sample(instance, "kv_cache_usage", 0.99, T0 - timedelta(hours=1))
+    sample(instance, "ttft_p99_s", 9.0, T0 - timedelta(hours=1))
     evaluate(now=T0)
-    assert AlertState.objects.get(rule__key="kv_cache_high", instance=instance).state == "inactive"
+    assert AlertState.objects.get(rule__key="ttft_p99_high", instance=instance).state == "inactive"
     assert not TimelineEntry.objects.exists()
 
 
@@ -149,7 +238,7 @@ def test_the_fleet_overview_shows_current_and_upcoming_maintenance(viewer_client
 def test_verdict_changes_of_an_affected_instance_go_into_the_timeline_and_a_return_is_a_restart():
     host = make_host()
     instance = make_instance(host, name="solo")
-    verdict(instance, "down")
+    verdict(instance, "down", REFUSED)
     for i in range(4):
         evaluate(now=T0 + timedelta(seconds=30 * i))
     incident = Incident.objects.get(category="process.not_started")

@@ -165,8 +165,11 @@ def test_a_resolved_alert_leaves_the_incident_open_while_another_of_its_alerts_s
 
 
 def _console_opens_kv_pressure_incident(instance) -> Incident:
-    """What the console's own alert rule does when the KV cache stays above 95 %."""
-    InstanceState.objects.update_or_create(instance=instance, defaults={"verdict": "degraded"})
+    """What the console's own alert rule does when the probes judge KV pressure for 2 min."""
+    pressure = {"code": "kv.pressure", "category": "oom.kv_pressure", "severity": "degraded", "evidence": "x"}
+    InstanceState.objects.update_or_create(
+        instance=instance, defaults={"verdict": "degraded", "findings": [pressure]}
+    )
     for i in range(6):
         at = T0 + timedelta(seconds=30 * i)
         MetricSample.objects.create(instance=instance, name="kv_cache_usage", value=0.97, ts=at)

@@ -2,7 +2,7 @@
 opening by hand with the same fields, edits kept in the timeline, status changes, attached
 walkthroughs and triage results, the Markdown postmortem, and who may do what."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -33,6 +33,42 @@ def test_the_list_filters_by_status_and_severity(viewer_client):
     incident(title="resolved one", status="resolved", resolved_at=T0)
     content = viewer_client.get(reverse("incidents:index"), {"status": "resolved"}).content.decode()
     assert "resolved one" in content and "open one" not in content
+
+
+def test_the_list_hides_drills_unless_asked_for_by_source(viewer_client):
+    incident(title="real outage", source="alertmanager")
+    incident(title="practice outage", source="drill")
+    url = reverse("incidents:index")
+    by_default = viewer_client.get(url).content.decode()
+    assert "real outage" in by_default and "practice outage" not in by_default
+    drills = viewer_client.get(url, {"source": "drill"}).content.decode()
+    assert "practice outage" in drills and "real outage" not in drills
+    everything = viewer_client.get(url, {"source": "all"}).content.decode()
+    assert "practice outage" in everything and "real outage" in everything
+    assert '<option value="drill" selected>drill</option>' in drills
+
+
+def test_the_list_marks_open_incidents_nobody_acknowledged_and_can_show_only_those(viewer_client):
+    incident(title="nobody on it")
+    incident(title="sam is on it", acknowledged_at=T0)
+    incident(title="over", status="resolved", resolved_at=T0)
+    url = reverse("incidents:index")
+    content = viewer_client.get(url).content.decode()
+    assert content.count("not acknowledged</span>") == 1
+    only = viewer_client.get(url, {"acknowledged": "no"}).content.decode()
+    assert "nobody on it" in only and "sam is on it" not in only and "over</a>" not in only
+
+
+def test_the_list_says_how_long_each_incident_is_open_for_people(viewer_client):
+    incident(title="resolved one", status="resolved", resolved_at=T0 + timedelta(minutes=9, seconds=20))
+    assert "resolved after 9 min 20 s" in viewer_client.get(reverse("incidents:index")).content.decode()
+
+
+def test_the_lists_pages_keep_the_filters(viewer_client):
+    for n in range(26):
+        incident(title=f"drill {n}", source="drill")
+    content = viewer_client.get(reverse("incidents:index"), {"source": "drill"}).content.decode()
+    assert 'href="?source=drill&amp;page=2"' in content
 
 
 def test_the_list_has_an_empty_state(viewer_client):
@@ -90,12 +126,13 @@ def test_edits_are_kept_in_the_timeline(sre):
     assert any("Root cause" in text and "30K prompts" in text for text in edits)
 
 
-def test_status_changes_stamp_acknowledged_and_resolved(sre):
+def test_status_changes_stamp_mitigated_and_resolved_but_are_no_acknowledgement(sre):
     item = incident()
     sre.post(reverse("incidents:status", args=[item.pk]), {"status": "mitigated"})
     sre.post(reverse("incidents:status", args=[item.pk]), {"status": "resolved"})
     item.refresh_from_db()
-    assert item.status == "resolved" and item.acknowledged_at and item.resolved_at and item.mitigated_at
+    assert item.status == "resolved" and item.resolved_at and item.mitigated_at
+    assert item.acknowledged_at is None
 
 
 def test_walkthroughs_and_triage_results_are_attached_as_they_were(sre):
@@ -145,3 +182,14 @@ def test_who_may_read_and_who_may_change(client, cast, role, read, write):
 def test_anonymous_visitors_are_sent_to_log_in(client):
     response = client.get(reverse("incidents:index"))
     assert response.status_code == 302 and "/accounts/login/" in response.url
+
+
+def test_the_postmortem_says_who_acknowledged_and_gives_times_for_people(viewer_client):
+    from incidents import lifecycle
+
+    item = incident()
+    lifecycle.acknowledge(item, at=T0 + timedelta(minutes=4, seconds=12), user="sam")
+    lifecycle.set_status(item, status="resolved", at=T0 + timedelta(hours=2, minutes=5), user="sam")
+    text = viewer_client.get(reverse("incidents:postmortem", args=[item.pk])).content.decode()
+    assert "- Acknowledged: 2026-12-03 03:04:12 UTC by sam; resolved: 2026-12-03 05:05:00 UTC" in text
+    assert "- Time to acknowledge: 4 min 12 s" in text and "- Time to resolve: 2 h 5 min" in text

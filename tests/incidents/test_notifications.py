@@ -100,6 +100,7 @@ def test_the_generic_body_carries_the_event_and_the_incident_with_its_link(setti
             "status": "open",
             "started_at": "2026-12-03T03:00:00+00:00",
             "url": f"https://ops.example.com/incidents/{incident.pk}/",
+            "acknowledge_url": f"https://ops.example.com/incidents/{incident.pk}/acknowledge/",
         },
     }
 
@@ -111,7 +112,7 @@ def test_a_slack_body_has_text_for_notifications_and_blocks_with_a_link(settings
     target = NotificationTarget(name="chat", kind="slack", url="https://hooks.slack.com/services/x")
     body = delivery.payload(target=target, incident=incident, event="opened")
     assert body["text"] == "Incident opened: [critical] 5xx <burst> & more"
-    header, section, context = body["blocks"]
+    header, section, context, acknowledge = body["blocks"]
     assert header["type"] == "header" and header["text"]["type"] == "plain_text"
     link = f"<https://ops.example.com/incidents/{incident.pk}/|5xx &lt;burst&gt; &amp; more>"
     assert section["text"] == {"type": "mrkdwn", "text": link}
@@ -119,6 +120,17 @@ def test_a_slack_body_has_text_for_notifications_and_blocks_with_a_link(settings
         "KV cache full" in context["elements"][0]["text"]
         and "*Severity:* critical" in context["elements"][0]["text"]
     )
+    ack = f"<https://ops.example.com/incidents/{incident.pk}/acknowledge/|Acknowledge>"
+    assert acknowledge["text"] == {"type": "mrkdwn", "text": ack}
+
+
+@pytest.mark.django_db
+def test_a_slack_body_offers_no_acknowledge_link_once_acknowledged_or_resolved(settings):
+    settings.CONSOLE_URL = "https://ops.example.com"
+    target = NotificationTarget(name="chat", kind="slack", url="https://hooks.slack.com/services/x")
+    for incident in (make_incident(acknowledged_at=T0), make_incident(status="resolved", resolved_at=T0)):
+        body = delivery.payload(target=target, incident=incident, event="resolved")
+        assert "acknowledge" not in json.dumps(body["blocks"])
 
 
 # --- sending and retrying ----------------------------------------------------------------------

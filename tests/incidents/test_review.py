@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -77,12 +77,19 @@ def test_the_table_shows_each_familys_share_and_response_times(viewer_client):
     response = viewer_client.get(REVIEW, MARCH)
     rows = {row["key"]: row for row in response.context["family_rows"]}
     assert rows["timeout"]["percent"] == 40.0
-    assert rows["oom"]["mtta"] == {"count": 3, "mean": 14.0, "median": 7.0}
-    assert rows["oom"]["mttr"] == {"count": 3, "mean": 125.0, "median": 45.0}
+    assert rows["oom"]["mtta"] == {"count": 3, "mean": 14.0, "median": 7.0, "mean_s": 840, "median_s": 420}
+    assert rows["oom"]["mttr"] == {
+        "count": 3,
+        "mean": 125.0,
+        "median": 45.0,
+        "mean_s": 7500,
+        "median_s": 2700,
+    }
     html = response.content.decode()
-    assert '<td class="num">40.0&nbsp;%</td>' in html
-    assert '<td class="num">125.0</td>' in html  # oom's MTTR mean
-    assert "mean 20.8 min, median 15.0 min" in html  # overall MTTA: 166 / 8, (10 + 20) / 2
+    assert '<td class="num">40 %</td>' in html
+    assert '<td class="num">2 h 5 min</td>' in html  # oom's MTTR mean, 125 minutes
+    assert "mean 20 min 45 s, median 15 min" in html  # overall MTTA: 166 / 8, (10 + 20) / 2
+    assert "MTTA over 8 of 10 incidents" in html and "MTTR over 7 of 10 incidents" in html
     assert "2 open, 1 mitigated, 7 resolved" in html
     assert "0 critical, 10 major, 0 minor, 0 info" in html
 
@@ -192,6 +199,7 @@ def test_the_cli_text_table_shows_the_pages_figures(viewer_client):
     assert table["all"] == ["10", "100.0", "%", "20.8", "15.0", "167.3", "60.0"]
     assert any(line.split() == ["2025-W12", "3", "45.0", "450.0"] for line in lines)
     assert any(line.split() == ["vllm-a", "4"] for line in lines)
+    assert "MTTA over 8 of 10 incidents (acknowledged), MTTR over 7 of 10 (resolved)." in "\n".join(lines)
 
 
 def test_the_cli_says_so_when_nothing_matches():
@@ -209,3 +217,18 @@ def test_the_cli_says_so_when_nothing_matches():
 def test_the_cli_refuses_bad_times_clearly(args, message):
     with pytest.raises(CommandError, match=message):
         _report(*args)
+
+
+# Drills -----------------------------------------------------------------------------------------
+
+
+def test_drills_are_left_out_of_the_page_the_csv_and_the_cli(viewer_client):
+    create_fixed_set()
+    Incident.objects.create(
+        title="Drill: engine down", category="process.not_started", source="drill",
+        started_at=datetime(2025, 3, 5, 10, tzinfo=UTC),
+    )  # fmt: skip
+    assert viewer_client.get(REVIEW, MARCH).context["figures"]["total"] == 10
+    rows = list(csv.DictReader(io.StringIO(viewer_client.get(CSV, MARCH).content.decode())))
+    assert len(rows) == 10 and not any(row["title"].startswith("Drill") for row in rows)
+    assert json.loads(_report("--since", "all", "--json"))["total"] == 10

@@ -184,14 +184,22 @@ def test_review_figures_round_to_a_tenth_and_are_plain_json():
         ("rate_limit", 20.0),
         ("cuda", 10.0),
     ]
-    assert figures["response"]["overall"]["mttr"] == {"count": 7, "mean": 167.3, "median": 60.0}
+    assert figures["response"]["overall"]["mttr"] == {
+        "count": 7, "mean": 167.3, "median": 60.0, "mean_s": 10037, "median_s": 3600,
+    }  # fmt: skip
     assert figures["categories"][0] == {
         "key": "cuda.xid",
         "count": 1,
         "percent": 10.0,
         "label": "GPU hardware fault (XID, ECC)",
     }
-    assert figures["weeks"][0]["mtta"] == {"count": 4, "mean": 9.8, "median": 7.5}
+    assert figures["weeks"][0]["mtta"] == {
+        "count": 4,
+        "mean": 9.8,
+        "median": 7.5,
+        "mean_s": 585,
+        "median_s": 450,
+    }
     assert figures["top_instances"][0] == {"instance": "vllm-a", "incidents": 4}
     assert json.loads(json.dumps(figures)) == figures
 
@@ -200,7 +208,9 @@ def test_review_figures_of_no_incidents_are_empty_not_an_error():
     figures = stats.review_figures([])
     assert figures["total"] == 0
     assert figures["families"] == figures["weeks"] == figures["top_instances"] == []
-    assert figures["response"]["overall"]["mtta"] == {"count": 0, "mean": None, "median": None}
+    assert figures["response"]["overall"]["mtta"] == {
+        "count": 0, "mean": None, "median": None, "mean_s": None, "median_s": None,
+    }  # fmt: skip
 
 
 def test_a_csv_row_gives_minutes_and_joins_names():
@@ -324,3 +334,31 @@ def test_a_title_a_spreadsheet_would_run_as_a_formula_is_quoted_in_the_csv():
     from incidents.stats import _cell
 
     assert _cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and _cell("KV full") == "KV full"
+
+
+# Drills and real acknowledgements ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_drill_incidents_are_left_out_of_every_review():
+    create_fixed_set()
+    Incident.objects.create(title="Drill: KV pressure", category="oom.kv_pressure", source="drill")
+    assert len(stats.load_records(filters=ReviewFilters())) == len(FIXED_SET)
+    assert "Drill" not in _titles(ReviewFilters(family="oom"))
+
+
+@pytest.mark.django_db
+def test_mtta_counts_only_incidents_a_person_acknowledged_not_ones_resolved_without():
+    from incidents import lifecycle
+
+    start = T0 + timedelta(hours=10)
+    acknowledged, resolved = (
+        Incident.objects.create(title=title, category="oom.gpu", started_at=start, detected_at=start)
+        for title in ("acknowledged", "only resolved")
+    )
+    lifecycle.acknowledge(acknowledged, at=start + timedelta(minutes=4), user="sam")
+    lifecycle.set_status(resolved, status="resolved", at=start + timedelta(minutes=90), user="sam")
+    overall = stats.review_figures(stats.load_records(filters=ReviewFilters()))["response"]["overall"]
+    assert overall["incidents"] == 2
+    assert overall["mtta"] == {"count": 1, "mean": 4.0, "median": 4.0, "mean_s": 240, "median_s": 240}
+    assert overall["mttr"]["count"] == 1

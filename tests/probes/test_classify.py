@@ -138,11 +138,11 @@ def test_a_full_batch_needs_a_known_max_num_seqs():
 
 
 def test_high_kv_usage_alone_is_only_informational():
-    result = judge(derived={"kv_cache_usage": 0.97, "num_requests_waiting": 2})
+    result = judge(derived={"kv_cache_usage": 0.97, "num_requests_waiting": 0})
     assert result.verdict == "up"
     assert only(result).code == "kv.high"
     assert only(result).severity == "info"
-    assert "normal under load, it is a cache" in only(result).evidence
+    assert "the cache is doing its job (not a fault)" in only(result).evidence
 
 
 def test_high_kv_usage_with_preemptions_is_kv_pressure():
@@ -173,26 +173,29 @@ def test_ttft_p95_above_the_threshold_is_ttft():
 
 def test_aborts_and_errors_above_five_percent_are_failing_requests():
     finding = only(judge(derived={"requests_per_s": 2.0, "request_errors_per_s": 0.3}))
-    assert (finding.code, finding.category) == ("requests.failing", "errors.requests")
+    assert (finding.code, finding.category) == ("requests.failing", "server.5xx")
     assert finding.evidence == (
         "0.30 of 2.00 requests/s ended in abort or error (15% > 5%), "
         "by request_success_total's finished_reason"
     )
 
 
-def test_queued_work_with_no_tokens_generated_is_a_stalled_engine():
-    derived = {
-        "num_requests_waiting": 4,
-        "num_requests_running": 2,
-        "generation_tokens_per_s": 0.0,
-        "window_s": 30,
-    }
-    result = judge(derived=derived)
-    assert result.verdict == "down"
-    assert (
-        result.findings[0].evidence
-        == "2 running and 4 waiting, but no token generated in 30 s: the engine is stalled"
-    )
+def test_health_500_on_a_current_vllm_is_a_server_error_not_a_dead_engine():
+    broken = failed(Outcome.BAD_STATUS, status=500, error="HTTP 500", version="0.11.2")
+    finding = judge(readiness=broken, phase=phases(outcome=Outcome.BAD_STATUS, status=500)).findings[0]
+    assert (finding.code, finding.category, finding.severity) == ("health.http_500", "server.5xx", "down")
+
+
+def test_health_503_while_requests_get_503_too_is_not_a_dead_engine():
+    busy = failed(Outcome.BAD_STATUS, status=503, error="HTTP 503", version="0.11.2")
+    finding = judge(readiness=busy, phase=phases(outcome=Outcome.BAD_STATUS, status=503)).findings[0]
+    assert (finding.code, finding.category) == ("health.http_503", "server.5xx")
+
+
+def test_health_500_is_the_dead_engine_of_vllm_0_10_and_earlier():
+    dead = failed(Outcome.BAD_STATUS, status=500, error="HTTP 500", version="0.10.2")
+    finding = judge(readiness=dead, phase=phases(outcome=Outcome.BAD_STATUS, status=500)).findings[0]
+    assert finding.code == "engine.dead"
 
 
 def test_a_refused_connection_is_down_and_says_vllm_may_still_be_loading():
@@ -202,7 +205,7 @@ def test_a_refused_connection_is_down_and_says_vllm_may_still_be_loading():
     )
     assert result.verdict == "down"
     finding = only(result)
-    assert (finding.code, finding.category) == ("connect.refused", "timeout.connect")
+    assert (finding.code, finding.category) == ("connect.refused", "process.not_started")
     assert finding.evidence == (
         f"Connection refused on {BASE}: nothing listens on the port; vLLM binds its port only after loading "
         "the model, so it is starting or gone"
@@ -227,17 +230,20 @@ def test_refused_while_a_process_holds_its_gpu_means_still_loading():
 
 def test_a_hung_health_route_is_down():
     finding = only(judge(readiness=failed(Outcome.READ_TIMEOUT, elapsed=10.0)))
-    assert (finding.code, finding.category, finding.severity) == ("health.timeout", "process.hung", "down")
+    assert (finding.code, finding.category, finding.severity) == (
+        "health.timeout",
+        "process.unresponsive",
+        "down",
+    )
     assert (
         finding.evidence
         == "/health accepted the connection but did not answer in 10.0 s: the API server is hung"
     )
 
 
-def test_health_503_is_a_dead_engine():
-    finding = only(
-        judge(readiness=failed(Outcome.BAD_STATUS, status=503, error="HTTP 503", engine_dead=True))
-    )
+def test_health_503_with_requests_failing_500_is_a_dead_engine_from_vllm_0_11():
+    dead = failed(Outcome.BAD_STATUS, status=503, error="HTTP 503", engine_dead=True, version="0.11.2")
+    finding = judge(readiness=dead, phase=phases(outcome=Outcome.BAD_STATUS, status=500)).findings[0]
     assert (finding.code, finding.category, finding.severity) == (
         "engine.dead",
         "process.engine_dead",
@@ -250,7 +256,7 @@ def test_a_model_the_server_does_not_list_is_a_mismatch():
     finding = only(judge(readiness=ready(models=("other/model", "lora-x"), model_found=False)))
     assert (finding.code, finding.category, finding.severity) == (
         "model.mismatch",
-        "readiness.model_mismatch",
+        "config.model_name",
         "down",
     )
     assert finding.evidence == (
@@ -377,7 +383,11 @@ def test_an_instance_turns_down_only_after_n_failed_runs_in_a_row():
         result = step(DOWN, previous=state, failures=failures)
         state, failures = result.verdict, result.failures
         seen.append((state, failures, result.pending))
-    assert seen == [("up", {"health": 1}, 1), ("up", {"health": 2}, 2), ("down", {"health": 3}, 0)]
+    assert seen == [
+        ("failing", {"health": 1}, 1),
+        ("failing", {"health": 2}, 2),
+        ("down", {"health": 3}, 0),
+    ]
 
 
 def test_a_success_resets_the_failure_count():
@@ -391,20 +401,24 @@ def test_degraded_is_its_own_state_and_not_a_failure():
     )
 
 
-@pytest.mark.parametrize("previous", ["unknown", "degraded", "down"])
-def test_a_failed_run_below_the_limit_keeps_the_previous_state(previous):
-    assert step(DOWN, previous=previous) == StateStep(verdict=previous, failures={"health": 1}, pending=1)
+@pytest.mark.parametrize("previous", ["unknown", "up", "degraded"])
+def test_a_failed_run_below_the_limit_is_failing_never_green(previous):
+    assert step(DOWN, previous=previous) == StateStep(verdict="failing", failures={"health": 1}, pending=1)
 
 
-def test_a_failed_run_below_the_limit_still_shows_what_the_other_kinds_found():
+def test_a_down_instance_stays_down_while_it_keeps_failing():
+    assert step(DOWN, previous="down").verdict == "down"
+
+
+def test_a_failed_run_below_the_limit_is_failing_whatever_else_the_other_kinds_found():
     both = Classification(verdict="down", findings=(_down("readiness"), *DEGRADED.findings))
-    assert step(both, previous="up").verdict == "degraded"
+    assert step(both, previous="up").verdict == "failing"
 
 
 def test_each_kind_counts_only_its_own_runs():
     """A health failure stored from an earlier run is not counted again by a metrics run."""
     after_metrics = step(DOWN, failures={"health": 1}, measured=("metrics",))
-    assert after_metrics.failures == {"health": 1} and after_metrics.verdict == "up"
+    assert after_metrics.failures == {"health": 1} and after_metrics.verdict == "failing"
     after_health = step(DOWN, failures=after_metrics.failures, measured=("health",))
     assert after_health.failures == {"health": 2}
 

@@ -7,6 +7,7 @@ from fleet.nvml.base import NvmlError
 from fleet.probes.classify import Thresholds
 from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.instance_probe import phases_request, probe_instance, probe_many
+from fleet.probes.judgement import judge
 from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts
 from fleet.probes.readiness import ReadinessResult, RouteCheck
@@ -19,9 +20,18 @@ pytestmark = pytest.mark.anyio
 
 
 async def probe_at(client, url: str, **options):
-    """probe_instance of the default target at url, fast limits, default thresholds."""
-    values = {"previous_scrape": None, "limits": FAST, "thresholds": Thresholds()} | options
+    """probe_instance of the default target at url, fast limits."""
+    values = {"previous_scrape": None, "limits": FAST} | options
     return await probe_instance(client=client, target=make_target(url), **values)
+
+
+def judged(probe, thresholds=None, **options):
+    """The one judgement of what a probe measured (default thresholds)."""
+    return judge(target=probe.target, parts=probe.parts, thresholds=thresholds or Thresholds(), **options)
+
+
+def test_a_probe_only_measures_it_does_not_judge():
+    assert not hasattr(probe_instance, "judge") and "thresholds" not in probe_instance.__kwdefaults__
 
 
 async def test_a_healthy_instance_is_probed_completely_and_is_up(http_client):
@@ -31,9 +41,8 @@ async def test_a_healthy_instance_is_probed_completely_and_is_up(http_client):
             target=make_target(url, api_key="sk-secret"),
             previous_scrape=None,
             limits=FAST,
-            thresholds=Thresholds(),
         )
-    assert probe.classification.verdict == "up", probe.classification.findings
+    assert judged(probe).classification.verdict == "up", judged(probe).classification.findings
     assert probe.outcome == Outcome.OK
     assert (probe.phases.outcome, probe.phases.status) == (Outcome.OK, 200)
     assert probe.phases.url.endswith("/v1/chat/completions")
@@ -53,7 +62,6 @@ async def test_the_next_probe_derives_rates_from_the_previous_scrape(http_client
             target=make_target(url),
             previous_scrape=first.scrape,
             limits=FAST,
-            thresholds=Thresholds(),
         )
     assert second.derived["window_s"] > 0
     assert second.derived["generation_tokens_per_s"] == pytest.approx(500 / second.derived["window_s"])
@@ -66,19 +74,18 @@ async def test_a_slow_first_token_makes_the_instance_degraded(http_client):
             target=make_target(url),
             previous_scrape=None,
             limits=FAST,
-            thresholds=Thresholds(ttfb_s=0.5),
         )
-    assert probe.classification.verdict == "degraded"
-    assert [f.code for f in probe.classification.findings] == ["ttft.slow"]
+    classification = judged(probe, Thresholds(ttfb_s=0.5)).classification
+    assert classification.verdict == "degraded"
+    assert [f.code for f in classification.findings] == ["ttft.slow"]
 
 
 async def test_gpu_state_and_numa_are_read_when_the_host_has_a_backend(http_client):
     hot = reading(gpu(0, numa_node=0, temperature_c=90, throttle_reasons=("sw_thermal_slowdown",)))
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_at(
-            http_client, url, gpu_backend=FixedBackend(hot), instance_gpus=[{"index": 0, "numa_node": 1}]
-        )
-    codes = [f.code for f in probe.classification.findings]
+        probe = await probe_at(http_client, url, gpu_backend=FixedBackend(hot))
+    result = judged(probe, instance_gpus=[{"index": 0, "numa_node": 1}])
+    codes = [f.code for f in result.classification.findings]
     assert codes == ["gpu.thermal", "gpu.numa"]
     assert probe.to_dict()["gpus"]["reading"]["gpus"][0]["temperature_c"] == 90
 
@@ -86,8 +93,9 @@ async def test_gpu_state_and_numa_are_read_when_the_host_has_a_backend(http_clie
 async def test_an_nvml_failure_is_noted_without_changing_the_verdict(http_client):
     async with serve(app(vllm_routes())) as url:
         probe = await probe_at(http_client, url, gpu_backend=FixedBackend(NvmlError("no driver")))
-    assert probe.classification.verdict == "up"
-    assert probe.classification.findings[0].evidence == "NVML could not be read: no driver"
+    classification = judged(probe).classification
+    assert classification.verdict == "up"
+    assert classification.findings[0].evidence == "NVML could not be read: no driver"
 
 
 async def test_the_light_health_check_generates_no_tokens_and_times_the_health_route(http_client):
@@ -118,9 +126,11 @@ async def test_a_probe_of_one_kind_is_judged_with_the_other_kinds_stored_results
     stored_health = ReadinessResult(outcome=Outcome.OK, healthy=True, models=("other",), model_found=False)
     context = ProbeParts(readiness=stored_health)
     async with serve(app(vllm_routes())) as url:
-        probe = await probe_at(http_client, url, kinds={ProbeKind.METRICS}, context=context)
-    assert [f.code for f in probe.classification.findings] == ["model.mismatch"]
-    assert probe.readiness is stored_health and probe.outcome == ""
+        probe = await probe_at(http_client, url, kinds={ProbeKind.METRICS})
+    parts = context.overlaid(probe.parts, probe.kinds)
+    result = judge(target=probe.target, parts=parts, thresholds=Thresholds())
+    assert [f.code for f in result.classification.findings] == ["model.mismatch"]
+    assert parts.readiness is stored_health and probe.outcome == ""
 
 
 def test_stored_results_read_back_as_they_were():
@@ -152,12 +162,10 @@ async def test_probe_many_keeps_the_order_and_bounds_every_probe():
             make_target(hung, instance_id=3),
         ]
         started = time.perf_counter()
-        probes = await probe_many(
-            targets=targets, previous_scrapes={}, limits=FAST, thresholds=Thresholds(), concurrency=2
-        )
+        probes = await probe_many(targets=targets, previous_scrapes={}, limits=FAST, concurrency=2)
     elapsed = time.perf_counter() - started
     assert [p.target.instance_id for p in probes] == [1, 2, 3]
-    assert [p.classification.verdict for p in probes] == ["down", "up", "down"]
+    assert [judged(p).classification.verdict for p in probes] == ["down", "up", "down"]
     assert [p.outcome for p in probes] == [Outcome.REFUSED, Outcome.OK, Outcome.READ_TIMEOUT]
     # two waves at most (concurrency 2), each bounded by the stream deadline
     assert elapsed < 2 * FAST.stream_deadline_s + SLACK_S
@@ -196,12 +204,12 @@ def test_the_light_sweep_checks_readiness_on_the_timed_health_request_alone():
         async def probe():
             async with make_instance_client(limits=ProbeLimits()) as client:
                 return await probe_instance(client=client, target=target, previous_scrape=None,
-                                            limits=ProbeLimits(), thresholds=Thresholds(),
+                                            limits=ProbeLimits(),
                                             kinds={ProbeKind.HEALTH, ProbeKind.METRICS},
                                             light_health=True)  # fmt: skip
 
         result = _asyncio.run(probe())
         lines = sim.call(lambda: sim.runner.instance("light").access_log_lines(limit=100))
     requests = sorted(line.split('"')[1].split()[1] for line in lines)
-    assert result.readiness.healthy and result.classification.verdict == "up"
+    assert result.readiness.healthy and judged(result).classification.verdict == "up"
     assert requests == ["/health", "/metrics"]

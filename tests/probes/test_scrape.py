@@ -10,7 +10,7 @@ from tests.probes.servers import app, huge, respond, serve
 
 M = 'model_name="meta-llama/Llama-3.1-8B-Instruct"'
 
-# vLLM 0.7 (V0): the design-doc sample of vllm.md §1.6 plus the V0-only series.
+# vLLM 0.7 (V0): vLLM's metrics design-doc sample plus the V0-only series (docs/guide-corrections.md A.1).
 V0_7 = f"""# HELP vllm:num_requests_running Number of requests currently running on GPU.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{{{M}}} 8.0

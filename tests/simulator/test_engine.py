@@ -65,7 +65,7 @@ def test_ttft_grows_roughly_linearly_with_prompt_length(clock):
     short = _ttft(engine_for(), clock, prompt_tokens=1024)
     long = _ttft(engine_for(), clock, prompt_tokens=16384)
     very_long = _ttft(engine_for(), clock, prompt_tokens=32000)
-    assert 12 < long / short < 20  # about linear, not 256x (seed-notes #12)
+    assert 12 < long / short < 20  # about linear, not 256x (corrections #12)
     assert very_long / long > 2.0  # the quadratic part shows only for very long prompts
 
 

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fleet.nvml.base import GpuState, ThrottleReason
 from fleet.simulator.faults import FaultError
-from fleet.simulator.spec import InstanceSpec
+from fleet.simulator.spec import GpuSlot, InstanceSpec
 from tests.simulator.conftest import wait_for
 
 HELLO = [{"role": "user", "content": "Say hello"}]
@@ -187,6 +187,32 @@ def test_gpu_xid_shows_in_nvml(sim):
     _post_fault(sim, {"kind": "gpu_xid", "xid": 48})
     gpu = httpx.get(sim.url(NAME) + "/_sim/nvml").json()["gpus"][0]
     assert gpu["xid_errors"] == [48] and gpu["ecc_uncorrected_volatile"] == 1
+
+
+def test_gpu_xid_without_a_gpu_shows_on_the_instances_own_gpus(simulate):
+    slots = (GpuSlot(index=2), GpuSlot(index=3))
+    sim = simulate(InstanceSpec(name=NAME, gpu_count=2, params_b=32, gpus=slots))
+    assert _post_fault(sim, {"kind": "gpu_xid"}).json()["fault"]["gpu"] is None
+    gpus = httpx.get(sim.url(NAME) + "/_sim/nvml").json()["gpus"]
+    assert [(g["index"], g["xid_errors"]) for g in gpus] == [(2, [79]), (3, [79])]
+    _post_fault(sim, {"kind": "gpu_xid", "gpu": 3})
+    gpus = httpx.get(sim.url(NAME) + "/_sim/nvml").json()["gpus"]
+    assert [(g["index"], g["xid_errors"]) for g in gpus] == [(2, []), (3, [79])]
+
+
+def test_gpu_xid_on_a_gpu_the_instance_lacks_is_refused_listing_its_gpus(simulate):
+    slots = (GpuSlot(index=2), GpuSlot(index=3))
+    sim = simulate(InstanceSpec(name=NAME, gpu_count=2, params_b=32, gpus=slots))
+    response = _post_fault(sim, {"kind": "gpu_xid", "gpu": 0})
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": f"gpu 0 is not one of {NAME}'s GPUs; its GPU indices: 2, 3 "
+        "(leave gpu out for every one of them)",
+        "field": "gpu",
+    }
+    assert sim.state(NAME)["faults"] == []
+    with pytest.raises(FaultError, match="its GPU indices: 2, 3"):
+        sim.inject(NAME, {"kind": "gpu_xid", "gpu": 1})
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from fleet.nvml.base import GpuState, ThrottleReason
-from fleet.simulator.nvml_readings import GpuLoad, nvml_reading
+from fleet.simulator.nvml_readings import GpuLoad, gpu_indices, nvml_reading
 from fleet.simulator.spec import GpuSlot, InstanceSpec
 
 IDLE = GpuLoad(
@@ -58,3 +58,19 @@ def test_an_xid_79_is_reported_on_the_gpu_it_names():
     spec = InstanceSpec(name="a", gpu_count=2, params_b=32)
     gpus = nvml_reading(spec=spec, load=GpuLoad(**{**IDLE.__dict__, "xid": 79, "xid_gpu": 1}))["gpus"]
     assert gpus[0]["xid_errors"] == () and gpus[1]["xid_errors"] == (79,)
+
+
+def test_an_xid_without_a_gpu_is_reported_on_every_gpu_of_the_instance():
+    spec = InstanceSpec(name="a", gpu_count=2, params_b=32, gpus=(GpuSlot(index=2), GpuSlot(index=3)))
+    gpus = nvml_reading(spec=spec, load=GpuLoad(**{**IDLE.__dict__, "xid": 48}))["gpus"]
+    assert [(g["index"], g["xid_errors"], g["ecc_uncorrected_volatile"]) for g in gpus] == [
+        (2, (48,), 1),
+        (3, (48,), 1),
+    ]
+
+
+def test_gpus_the_inventory_does_not_list_take_the_next_free_indices():
+    assert gpu_indices(InstanceSpec(name="a", gpu_count=2, params_b=32)) == [0, 1]
+    on_two = InstanceSpec(name="b", gpu_count=2, params_b=32, gpus=(GpuSlot(index=2),))
+    assert gpu_indices(on_two) == [2, 3]
+    assert [g["index"] for g in nvml_reading(spec=on_two, load=IDLE)["gpus"]] == [2, 3]

@@ -21,7 +21,7 @@ def test_kv_blocks_come_from_memory_left_after_the_weights():
 
 def test_lower_utilization_leaves_less_kv_and_fp8_kv_doubles_the_tokens():
     base = InstanceSpec(name="a").num_gpu_blocks
-    assert InstanceSpec(name="a", gpu_memory_utilization=0.5).num_gpu_blocks < base  # seed-notes #1
+    assert InstanceSpec(name="a", gpu_memory_utilization=0.5).num_gpu_blocks < base  # corrections #1
     assert InstanceSpec(name="a", kv_cache_dtype="fp8").num_gpu_blocks == pytest.approx(2 * base, rel=0.01)
 
 

@@ -1,7 +1,7 @@
 """The shipped troubleshooting trees (diagnostics/trees/data/*.yaml) against the guide and its
 corrections: every branch, check and command of chapters 2.2 to 2.5, the decision tree of 5.1
 and every row of appendix A has a node (COVERAGE); every config link renders with its
-generator; no text outside `corrections` repeats a claim seed-notes marks as wrong; the
+generator; no text outside `corrections` repeats a claim docs/guide-corrections.md marks as wrong; the
 metric names are the ones vLLM exposes today."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ COVERAGE: tuple[tuple[str, str, str, str], ...] = (
     ("2.3.3 limit_req_status 429 instead of 503", "guide", "g_nginx_503_limit", "limit_req_status 429"),
     ("2.3.4 token bucket: rate and burst", "rate_limiting", "burst_vs_rate", "burst"),
     ("2.3.5 tuning rate and burst", "rate_limiting", "raise_ip_rate", "nodelay"),
-    ("3.2 anonymous bucket (seed-notes #15)", "rate_limiting", "anonymous_bucket", "anonymous"),
+    ("3.2 anonymous bucket (corrections #15)", "rate_limiting", "anonymous_bucket", "anonymous"),
     ("2.1 token quota exhausted", "rate_limiting", "token_quota", "quota"),
     # 2.4 OOM
     ("2.4.1 step 1: memory per GPU", "oom", "gpu_when", "--query-gpu=index,name,memory.total"),
@@ -266,7 +266,7 @@ WRONG_CLAIMS: tuple[tuple[str, str, str | None], ...] = (
     ("scripts that lost their spaces", r'echo"|whiletrue|\bifnot\b|asyncdef|returnawait|kill\$', None),
 )
 
-# vllm:* names exposed by current versions (shared/reference/vllm.md 1.2), without _bucket/_sum/_count.
+# vllm:* names current versions expose (docs/guide-corrections.md, appendix A.1), without _bucket/_sum/_count.
 CURRENT_METRICS = {
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",

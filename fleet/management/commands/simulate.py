@@ -6,10 +6,14 @@
     manage.py simulate --instances 1 --duration 30
     manage.py simulate --from-inventory --control-port 8199   # /_sim for all, even crashed ones
 
+`make run` starts it with --from-inventory --control-port $SIM_CONTROL_PORT (8199), so
+`manage.py fault` can inject and clear every fault, a crash or refused connections included.
+
 Prints one line per listening port, runs until SIGINT/SIGTERM (or --duration, or the
 scenario's end), and stops cleanly. When it runs exactly one instance and that instance
 crashes (the crash fault), the command exits with the instance's exit code (137), as the
-process it stands for would.
+process it stands for would; unless it serves a control port, where the crash can be
+cleared (the instance restarts), so the command keeps running.
 """
 
 from __future__ import annotations
@@ -49,7 +53,10 @@ class Command(BaseCommand):
             "--tick", type=float, default=None, help="Engine tick in seconds (default by fleet size)."
         )
         parser.add_argument(
-            "--control-port", type=int, default=None, help="Also serve every instance's /_sim routes here."
+            "--control-port",
+            type=int,
+            default=None,
+            help="Also serve every instance's /_sim routes here, for manage.py fault (0: any free port).",
         )
 
     def handle(self, *args, **options) -> None:
@@ -105,7 +112,7 @@ class Command(BaseCommand):
         def crashed(inst) -> None:
             self.stdout.write(f"{inst.spec.name} exited with code {inst.exit_code}")
             self.stdout.flush()
-            if len(specs) == 1:
+            if len(specs) == 1 and runner.control_port is None:
                 done(inst.exit_code or 1)
 
         runner = FleetRunner(tick_s=options["tick"], on_crash=crashed, control_port=options["control_port"])

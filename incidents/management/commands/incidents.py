@@ -3,7 +3,8 @@
 manage.py incidents report [--since 30d] [--until DATE] [--family F] [--category C]
     [--severity S] [--status S] [--host H] [--instance I] [--model M] [--json]
 
-prints the review's figures, the same the review page shows (--json: the page's own dict).
+prints the review's figures, the same the review page shows (--json: the page's own dict);
+drill incidents are left out, as on the page.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def text_report(figures: dict[str, Any], *, filters: ReviewFilters) -> list[str]
     lines = [f"Incidents started {_period(filters)}: {figures['total']} ({status})"]
     if figures["total"]:
         lines += _families(figures) + _categories(figures) + _weeks(figures) + _instances(figures)
-        lines += ["", "Times in minutes, over the incidents that have both timestamps."]
+        lines += ["", _response_counts(figures)]
+        lines += ["Times in minutes, over the incidents that have both timestamps."]
     return lines
 
 
@@ -110,6 +112,15 @@ def _instances(figures: dict[str, Any]) -> list[str]:
         return []
     rows = [_row(item["instance"], item["incidents"]) for item in figures["top_instances"]]
     return ["", _row("instance", "incidents"), *rows]
+
+
+def _response_counts(figures: dict[str, Any]) -> str:
+    overall = figures["response"]["overall"]
+    total = overall["incidents"]
+    return (
+        f"MTTA over {overall['mtta']['count']} of {total} incidents (acknowledged), "
+        f"MTTR over {overall['mttr']['count']} of {total} (resolved). Drills are left out."
+    )
 
 
 def _times(times: dict[str, Any]) -> list[str]:

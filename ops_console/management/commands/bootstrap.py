@@ -13,9 +13,9 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from core.roles import Role
 from diagnostics.catalogue_seed import seed_shipped
 from diagnostics.models import ModelSpec
-from core.roles import Role
 from ops_console.schedules import sync_periodic_tasks
 
 

@@ -1,0 +1,188 @@
+"""Judging one instance: the one place its findings and verdict are decided.
+
+The probes only measure (fleet.probes.instance_probe). The judgement reads the latest
+result of every probe kind together (`ProbeParts`: fresh for the kinds just measured,
+stored for the others) with the instance's GPUs and its usual figures (`baselines`), and
+returns the findings and the verdict. Besides the per-kind rules of fleet.probes.classify
+it holds the rules that need more than one kind:
+
+- hung but healthy: /health answers 200, the engine generates no token with requests
+  running or waiting, and no probe of ours got a token either (vLLM issues #39863 and
+  #36451: replicas dead for hours behind a green health check);
+- a generation-speed drop against the instance's own usual tokens/s (a TPS finding),
+  with throttling named as its cause when NVML shows throttle reasons on its GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fleet.probes.classify import Classification, classify, verdict_of
+from fleet.probes.findings import SEVERITY_RANK, Category, Finding, Thresholds
+from fleet.probes.gpu import numa_findings
+from fleet.probes.outcomes import describe_exception
+from fleet.probes.parts import ProbeParts
+from fleet.probes.target import ProbeTarget
+
+THROTTLING_CODES = frozenset({"gpu.thermal", "gpu.power_brake"})
+BASELINE_WEIGHT = 0.2  # the share of a new healthy measurement in the usual tokens/s
+BASELINE_MIN_SAMPLES = 2  # healthy streams measured before a drop can be judged
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    classification: Classification
+    numa: tuple[str, ...] = ()
+    baselines: Mapping[str, Any] | None = None  # updated usual figures; None: unchanged
+
+
+def judge(
+    *,
+    target: ProbeTarget,
+    parts: ProbeParts,
+    thresholds: Thresholds,
+    instance_gpus: Sequence[Mapping[str, Any]] = (),
+    baselines: Mapping[str, Any] | None = None,
+    stream_fresh: bool = False,
+) -> Judgement:
+    """The findings and verdict of one instance from its latest results. stream_fresh says
+    the stream result was just measured (only then does it move the usual tokens/s). A bug
+    in the rules becomes a finding instead of losing the probe's measurements."""
+    try:
+        return _judge(target, parts, thresholds, instance_gpus, baselines or {}, stream_fresh)
+    except Exception as exc:
+        finding = Finding(
+            code="probe.bug",
+            category=Category.PROBE_ERROR,
+            severity="degraded",
+            source="classify",
+            evidence=f"the probe's rules failed: {describe_exception(exc)}",
+        )
+        return Judgement(classification=Classification(verdict="degraded", findings=(finding,)))
+
+
+def _judge(target, parts, thresholds, instance_gpus, baselines, stream_fresh) -> Judgement:  # noqa: ANN001
+    gpus = parts.gpus
+    indices = [int(g["index"]) for g in instance_gpus] or None
+    numa = tuple(numa_findings(instance_gpus=instance_gpus, reading=gpus.reading if gpus else None))
+    base = classify(
+        readiness=parts.readiness,
+        phases=parts.phases,
+        stream=parts.stream,
+        derived=parts.derived,
+        gpus=gpus,
+        target=target,
+        thresholds=thresholds,
+        scrape=parts.scrape_result,
+        numa=numa,
+        gpu_indices=indices,
+    )
+    found = list(base.findings)
+    hung = hung_but_healthy(parts, thresholds)
+    if hung is not None:
+        found = [f for f in found if f.code not in ("stream.no_first_token",)] + [hung]
+    drop = tps_drop(parts, baselines, thresholds, found)
+    if drop is not None:
+        found.append(drop)
+    found.sort(key=lambda f: SEVERITY_RANK[f.severity])
+    usual = updated_baselines(parts, baselines) if stream_fresh and drop is None else None
+    return Judgement(
+        classification=Classification(verdict=verdict_of(found), findings=tuple(found)),
+        numa=numa,
+        baselines=usual,
+    )
+
+
+def _got_a_token(parts: ProbeParts) -> bool:
+    stream, phases = parts.stream, parts.phases
+    streamed = stream is not None and (stream.outcome == "ok" or stream.token_events > 0)
+    generated = phases is not None and phases.outcome == "ok" and phases.method == "POST"
+    return streamed or generated
+
+
+def _our_requests_got_nothing(parts: ProbeParts) -> bool:
+    """Our own generation requests (the stream, the one-token request) timed out with no
+    token, and at least one of them was tried."""
+    stream, phases = parts.stream, parts.phases
+    tried = [r for r in (stream, phases if phases and phases.method == "POST" else None) if r]
+    return bool(tried) and all(r.outcome == "read_timeout" for r in tried) and not _got_a_token(parts)
+
+
+def hung_but_healthy(parts: ProbeParts, th: Thresholds) -> Finding | None:
+    """/health 200 while the engine processes nothing over the metrics window (no engine
+    step, or no prompt or output token where steps are not exported), with requests
+    running or waiting or our own requests getting no token: the engine is hung. With the
+    KV cache full the same standstill is requests waiting for KV blocks, which the KV
+    finding names instead; a slow prefill still steps, so it is not a hang."""
+    readiness, d = parts.readiness, parts.derived
+    if readiness is None or not readiness.healthy or "generation_tokens_per_s" not in d:
+        return None
+    if d.get("kv_cache_usage", 0.0) > th.kv_cache_usage or _got_a_token(parts):
+        return None  # a full KV cache explains a standstill better: its finding says so
+    if "scheduled_tokens_per_s" in d:
+        processed = d["scheduled_tokens_per_s"]
+    else:
+        processed = d.get("generation_tokens_per_s", 0.0) + d.get("prompt_tokens_per_s", 0.0)
+    running, waiting = d.get("num_requests_running", 0.0), d.get("num_requests_waiting", 0.0)
+    if processed > 0 or (running + waiting <= 0 and not _our_requests_got_nothing(parts)):
+        return None
+    stream = parts.stream
+    ours = (
+        f"; the stream probe got no first token ({stream.error or stream.outcome})"
+        if stream is not None and stream.outcome != "ok"
+        else ""
+    )
+    return Finding(
+        code="engine.hung",
+        category=Category.HUNG,
+        severity="down",
+        source="metrics",
+        evidence=f"/health answers 200, but the engine processed no token in {d.get('window_s', 0):.0f} s "
+        f"with {running:g} running and {waiting:g} waiting{ours}: the engine is hung behind a "
+        "healthy health check (restart it)",
+    )
+
+
+def _stream_tps(parts: ProbeParts) -> float | None:
+    stream = parts.stream
+    if stream is None or stream.outcome != "ok" or not stream.output_tokens_per_s:
+        return None
+    return float(stream.output_tokens_per_s)
+
+
+def tps_drop(
+    parts: ProbeParts, baselines: Mapping[str, Any], th: Thresholds, found: Sequence[Finding]
+) -> Finding | None:
+    """The stream probe's tokens/s below (1 - tps_drop_ratio) of the instance's usual rate,
+    with the GPUs' throttling named as the cause when NVML reports it."""
+    rate, usual = _stream_tps(parts), baselines.get("stream_tps")
+    if rate is None or not usual or baselines.get("stream_tps_n", 0) < BASELINE_MIN_SAMPLES:
+        return None
+    if rate >= usual * (1 - th.tps_drop_ratio):
+        return None
+    throttled = [f for f in found if f.code in THROTTLING_CODES]
+    cause = (
+        f"; the cause: {throttled[0].evidence}"
+        if throttled
+        else "; NVML shows no throttling: look at the batch size, preemptions and the context"
+    )
+    return Finding(
+        code="tps.drop",
+        category=Category.TPS,
+        severity="degraded",
+        source="stream",
+        evidence=f"Generation at {rate:.1f} tokens/s against a usual {usual:.1f} "
+        f"({rate / usual - 1:+.0%}), so TPS{cause}",
+    )
+
+
+def updated_baselines(parts: ProbeParts, baselines: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The usual tokens/s moved towards a healthy new measurement (an EWMA)."""
+    rate = _stream_tps(parts)
+    if rate is None:
+        return None
+    n, usual = int(baselines.get("stream_tps_n", 0)), baselines.get("stream_tps")
+    value = rate if not usual else (1 - BASELINE_WEIGHT) * float(usual) + BASELINE_WEIGHT * rate
+    return dict(baselines) | {"stream_tps": round(value, 3), "stream_tps_n": n + 1}

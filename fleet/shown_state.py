@@ -1,0 +1,41 @@
+"""What the console shows for an instance: the stored verdict, or one of two states the
+overview adds at read time. The tile, the counts and the filter all use this one answer.
+
+  up, degraded      the probes' verdict
+  failing           a down finding seen, not yet down_after_failures runs in a row (amber)
+  down              failing that many runs in a row
+  unknown           never probed (or disabled)
+  stale             enabled and probed once, but no health result for longer than its
+                    staleness window: the verdict shown would be old news
+  maintenance       a maintenance window covers it now (alerts are silenced)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+STATES = ("up", "degraded", "failing", "down", "stale", "maintenance", "unknown")
+LABELS = {
+    "up": "up",
+    "degraded": "degraded",
+    "failing": "failing",
+    "down": "down",
+    "stale": "stale",
+    "maintenance": "maintenance",
+    "unknown": "unknown",
+}
+
+
+def shown_state(
+    *,
+    verdict: str,
+    last_probe_at: datetime | None,
+    now: datetime,
+    stale_after: timedelta,
+    in_maintenance: bool = False,
+) -> str:
+    if in_maintenance:
+        return "maintenance"
+    if verdict != "unknown" and last_probe_at is not None and now - last_probe_at > stale_after:
+        return "stale"
+    return verdict if verdict in STATES else "unknown"
