@@ -7,12 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Max
-from django.http import QueryDict
 from django.utils import timezone
 
 from diagnostics import sizing_service
-from diagnostics.forms import SizingForm
 from diagnostics.models import CapacityFinding, InstanceSizing, ModelSpec
 from diagnostics.sizing.capacity import Issue, ObservedLoad, check
 from fleet.models import Engine, Instance, MetricSample
@@ -43,12 +40,11 @@ def check_fleet(*, now: datetime | None = None) -> dict[str, int]:
 
 
 def observed_load(*, instance: Instance, now: datetime) -> ObservedLoad:
-    maxima = (
-        MetricSample.objects.filter(instance=instance, name__in=_LOAD_SAMPLES, ts__gte=now - LOAD_WINDOW)
-        .values("name")
-        .annotate(top=Max("value"))
-    )
-    return ObservedLoad(**{_LOAD_SAMPLES[row["name"]]: row["top"] for row in maxima})
+    """The highest of each load series over the last hour (fleet.series names)."""
+    points = MetricSample.objects.points(
+        instances=[instance], names=_LOAD_SAMPLES, since=now - LOAD_WINDOW, until=now
+    ).get(instance.pk, {})
+    return ObservedLoad(**{_LOAD_SAMPLES[name]: max(v for _, v in rows) for name, rows in points.items()})
 
 
 def check_instance(
@@ -56,16 +52,11 @@ def check_instance(
 ) -> list[Issue] | None:
     """Size one instance and store its findings; None when it cannot be sized (the reason is
     kept on its InstanceSizing)."""
-    params, missing = sizing_service.params_for_instance(instance, specs=specs)
-    query = QueryDict(mutable=True)
-    query.update({k: str(v) for k, v in params.items()})
-    form = SizingForm(query, specs=specs)
+    spec, model_key, missing = sizing_service.spec_for_instance(instance, specs=specs)
     problem, result, issues = "; ".join(missing), None, None
-    if not problem and not form.is_valid():
-        problem = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
-    if not problem:
+    if spec is not None:
         try:
-            sizing = sizing_service.run(form)
+            sizing = sizing_service.size_spec(spec)
         except sizing_service.SizingInputError as exc:
             problem = str(exc)
         else:
@@ -76,7 +67,7 @@ def check_instance(
             instance=instance,
             defaults={
                 "checked_at": now,
-                "model_key": params.get("model", ""),
+                "model_key": model_key,
                 "result": result,
                 "problem": problem[:300],
             },

@@ -13,6 +13,7 @@ import plotly.io as pio
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import calculator, catalog, kv_cache, versions
 from diagnostics.sizing.catalog import CatalogEntry
+from fleet import gpu_catalog
 from fleet.models import Instance
 
 _SIZING_VERSIONS = [value for value, _ in versions.VERSION_CHOICES]
@@ -26,10 +27,7 @@ class SizingInputError(ValueError):
 
 def run(form: Any) -> calculator.Sizing:
     """The sizing for a valid SizingForm; SizingInputError for inputs no launch could have."""
-    try:
-        return calculator.size(form.spec())
-    except (calculator.SpecError, ValueError) as exc:
-        raise SizingInputError(str(exc)) from None
+    return size_spec(form.spec())
 
 
 def params_for_instance(
@@ -66,6 +64,42 @@ def params_for_instance(
     else:
         missing.append("the instance has no GPUs in the inventory")
     return params, missing
+
+
+def spec_for_instance(
+    instance: Instance, *, specs: list[ModelSpec] | None = None
+) -> tuple[calculator.SizingSpec | None, str, list[str]]:
+    """The calculator's input for an inventory instance as it is launched, straight from
+    its record (no form in between): (spec or None, the catalogue key, what is missing)."""
+    params, missing = params_for_instance(instance, specs=specs)
+    if missing:
+        return None, params.get("model", ""), missing
+    by_key = {spec.key: spec for spec in (specs if specs is not None else ModelSpec.objects.all())}
+    quantization = params.get("quantization")
+    spec = calculator.SizingSpec(
+        arch=by_key[params["model"]].architecture(),
+        gpu=gpu_catalog.get(params["gpu"]),
+        gpus=params["gpus"],
+        tensor_parallel_size=params["tensor_parallel_size"],
+        pipeline_parallel_size=params["pipeline_parallel_size"],
+        gpu_memory_utilization=params["gpu_memory_utilization"],
+        max_model_len=params.get("max_model_len"),
+        max_num_seqs=params.get("max_num_seqs"),
+        max_num_batched_tokens=params.get("max_num_batched_tokens"),
+        dtype=params.get("dtype", "auto"),
+        quantization=None if quantization in (None, "none") else quantization,
+        kv_cache_dtype=params["kv_cache_dtype"],
+        vllm_version=params.get("vllm_version") or versions.DEFAULT_VERSION,
+    )
+    return spec, params["model"], []
+
+
+def size_spec(spec: calculator.SizingSpec) -> calculator.Sizing:
+    """The sizing of a spec; SizingInputError for inputs no launch could have."""
+    try:
+        return calculator.size(spec)
+    except (calculator.SpecError, ValueError) as exc:
+        raise SizingInputError(str(exc)) from None
 
 
 def save_upload(entry: CatalogEntry) -> ModelSpec:

@@ -194,7 +194,7 @@ class _Judging:
             thresholds=self.thresholds,
             instance_gpus=_instance_gpus(instance),
             baselines=state.baselines,
-            stream_fresh=ProbeKind.STREAM in probe.kinds,
+            fresh=frozenset(probe.kinds),
         )
 
     def advance(self, state: InstanceState, probe: InstanceProbe, run: ProbeRun, judged: Judgement):

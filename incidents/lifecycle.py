@@ -21,13 +21,23 @@ from django.utils import timezone
 from diagnostics.models import CapacityFinding
 from fleet.models import GpuHost, Instance, MetricSample
 from incidents import people_format
-from incidents.models import Incident, Status, TimelineEntry
+from incidents.models import Incident, Source, Status, TimelineEntry
 
 SNAPSHOT_WINDOW = timedelta(minutes=30)
 SNAPSHOT_SAMPLES = (
-    "kv_cache_usage", "num_requests_waiting", "num_requests_running", "ttft_p99_s", "e2e_p99_s",
-    "gpu_memory_used_pct", "gpu_temperature_c", "probe_ttfb_s",
-)  # fmt: skip
+    "kv_cache_usage",
+    "num_requests_waiting",
+    "num_requests_running",
+    "ttft_p99_s",
+    "e2e_p99_s",
+    "gpu_memory_used_pct",
+    "gpu_temperature_c",
+    "probe_ttfb_s",
+    "preemptions_per_s",
+    "error_rate",
+    "generation_tokens_per_s",
+    "stream_tokens_per_s",
+)  # fmt: skip  (fleet.series names)
 
 
 def dedup_key(*, instance: Instance | None = None, host: GpuHost | None = None, category: str) -> str:
@@ -231,18 +241,13 @@ def snapshot(*, instances: list[Instance], at: datetime) -> dict[str, Any]:
     true after the fleet changes: probe state and findings, recent samples, GPU state, sizing
     findings and launch flags."""
     result: dict[str, Any] = {"taken_at": at.isoformat(), "instances": {}}
+    points = MetricSample.objects.points(
+        instances=instances, names=SNAPSHOT_SAMPLES, since=at - SNAPSHOT_WINDOW, until=at
+    )
     for instance in instances:
         state = getattr(instance, "state", None)
-        samples: dict[str, list] = {}
-        rows = (
-            MetricSample.objects.filter(
-                instance=instance, name__in=SNAPSHOT_SAMPLES, ts__gte=at - SNAPSHOT_WINDOW
-            )
-            .order_by("ts")
-            .values_list("name", "ts", "value")
-        )
-        for name, ts, value in rows:
-            samples.setdefault(name, []).append([ts.isoformat(), value])
+        stored = points.get(instance.pk, {})
+        samples = {name: [[ts.isoformat(), v] for ts, v in rows] for name, rows in stored.items()}
         result["instances"][instance.name] = {
             "host": instance.host.name,
             "model": instance.served_model_name,
@@ -260,3 +265,36 @@ def snapshot(*, instances: list[Instance], at: datetime) -> dict[str, Any]:
             },
         }
     return result
+
+
+def open_by_hand(*, form: Any, at: datetime, author: str) -> Incident:
+    """A person opens an incident from the incident form (a ModelForm, validated): saved
+    with its instances and hosts, an evidence snapshot and an "opened by hand" entry."""
+    with transaction.atomic():
+        incident = form.save(commit=False)
+        incident.source = Source.MANUAL
+        incident.save()
+        form.save_m2m()
+        incident.evidence = snapshot(instances=list(incident.instances.all()), at=at)
+        incident.save(update_fields=["evidence"])
+        _entry(incident, at, TimelineEntry.Kind.OPENED, "Opened by hand.", author=author)
+    return incident
+
+
+def edit_by_hand(*, form: Any, at: datetime, author: str, shown: Any) -> Incident:
+    """A person edits an incident (a bound, valid ModelForm): saved, and every changed
+    field kept in the timeline as "label: before → after" (`shown` renders a value)."""
+    original = Incident.objects.get(pk=form.instance.pk)  # validation already changed form.instance
+    before = {name: shown(getattr(original, name)) for name in form.changed_data}
+    with transaction.atomic():
+        saved = form.save()
+        for name in form.changed_data:
+            _entry(
+                saved,
+                at,
+                TimelineEntry.Kind.EDIT,
+                f"{form.fields[name].label}: {before[name]} → {shown(getattr(saved, name))}",
+                author=author,
+                data={"field": name},
+            )
+    return saved

@@ -9,8 +9,10 @@ it holds the rules that need more than one kind:
 - hung but healthy: /health answers 200, the engine generates no token with requests
   running or waiting, and no probe of ours got a token either (vLLM issues #39863 and
   #36451: replicas dead for hours behind a green health check);
-- a generation-speed drop against the instance's own usual tokens/s (a TPS finding),
-  with throttling named as its cause when NVML shows throttle reasons on its GPUs.
+- a generation-speed drop against the instance's own usual tokens/s per request (a TPS
+  finding), read from the engine's inter-token latency where it exports one (thousands
+  of tokens a window) and from our stream probe elsewhere, with throttling named as its
+  cause when NVML shows throttle reasons on its GPUs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from fleet.probes.target import ProbeTarget
 
 THROTTLING_CODES = frozenset({"gpu.thermal", "gpu.power_brake"})
 BASELINE_WEIGHT = 0.2  # the share of a new healthy measurement in the usual tokens/s
-BASELINE_MIN_SAMPLES = 2  # healthy streams measured before a drop can be judged
+BASELINE_MIN_SAMPLES = 3  # healthy measurements before a drop can be judged
+# Slow measurements in a row that make a drop: the engine's window holds thousands of
+# tokens, one stream of ours a dozen (a busy probe host alone can halve it).
+SLOW_IN_A_ROW = {"engine_tps": 1, "stream_tps": 2}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,13 +50,13 @@ def judge(
     thresholds: Thresholds,
     instance_gpus: Sequence[Mapping[str, Any]] = (),
     baselines: Mapping[str, Any] | None = None,
-    stream_fresh: bool = False,
+    fresh: frozenset[str] = frozenset(),
 ) -> Judgement:
-    """The findings and verdict of one instance from its latest results. stream_fresh says
-    the stream result was just measured (only then does it move the usual tokens/s). A bug
+    """The findings and verdict of one instance from its latest results. `fresh` names the
+    kinds just measured: only a fresh measurement moves the usual generation speed. A bug
     in the rules becomes a finding instead of losing the probe's measurements."""
     try:
-        return _judge(target, parts, thresholds, instance_gpus, baselines or {}, stream_fresh)
+        return _judge(target, parts, thresholds, instance_gpus, baselines or {}, fresh)
     except Exception as exc:
         finding = Finding(
             code="probe.bug",
@@ -63,7 +68,7 @@ def judge(
         return Judgement(classification=Classification(verdict="degraded", findings=(finding,)))
 
 
-def _judge(target, parts, thresholds, instance_gpus, baselines, stream_fresh) -> Judgement:  # noqa: ANN001
+def _judge(target, parts, thresholds, instance_gpus, baselines, fresh) -> Judgement:  # noqa: ANN001
     gpus = parts.gpus
     indices = [int(g["index"]) for g in instance_gpus] or None
     numa = tuple(numa_findings(instance_gpus=instance_gpus, reading=gpus.reading if gpus else None))
@@ -83,11 +88,13 @@ def _judge(target, parts, thresholds, instance_gpus, baselines, stream_fresh) ->
     hung = hung_but_healthy(parts, thresholds)
     if hung is not None:
         found = [f for f in found if f.code not in ("stream.no_first_token",)] + [hung]
-    drop = tps_drop(parts, baselines, thresholds, found)
+    drop = tps_drop(parts, baselines, thresholds, found, fresh)
     if drop is not None:
         found.append(drop)
     found.sort(key=lambda f: SEVERITY_RANK[f.severity])
-    usual = updated_baselines(parts, baselines) if stream_fresh and drop is None else None
+    key, _ = _rates(parts)
+    measured = _measure_kind(key) in fresh
+    usual = updated_baselines(parts, baselines, thresholds) if measured else None
     return Judgement(
         classification=Classification(verdict=verdict_of(found), findings=tuple(found)),
         numa=numa,
@@ -152,37 +159,77 @@ def _stream_tps(parts: ProbeParts) -> float | None:
     return float(stream.output_tokens_per_s)
 
 
+def _engine_tps(parts: ProbeParts) -> float | None:
+    """Tokens/s per request from the engine's own inter-token latency over the metrics
+    window: thousands of tokens, so steadier than one short stream of ours."""
+    itl = parts.derived.get("itl_mean_s")
+    return 1.0 / itl if itl and itl > 0 else None
+
+
+def _rates(parts: ProbeParts) -> tuple[str, float | None]:
+    """The generation speed to judge and the baseline key it is kept under: the engine's
+    where it exports inter-token latency, else the stream probe's (Ollama, TGI without it)."""
+    engine = _engine_tps(parts)
+    if engine is not None or "itl_mean_s" in parts.derived:
+        return "engine_tps", engine
+    return "stream_tps", _stream_tps(parts)
+
+
+def _slow(key: str, rate: float | None, baselines: Mapping[str, Any], th: Thresholds) -> bool:
+    usual = baselines.get(key)
+    if rate is None or not usual or baselines.get(f"{key}_n", 0) < BASELINE_MIN_SAMPLES:
+        return False
+    return rate < usual * (1 - th.tps_drop_ratio)
+
+
+def _measure_kind(key: str) -> str:
+    return {"engine_tps": "metrics", "stream_tps": "stream"}[key]
+
+
 def tps_drop(
-    parts: ProbeParts, baselines: Mapping[str, Any], th: Thresholds, found: Sequence[Finding]
+    parts: ProbeParts,
+    baselines: Mapping[str, Any],
+    th: Thresholds,
+    found: Sequence[Finding],
+    fresh: frozenset[str] = frozenset(),
 ) -> Finding | None:
-    """The stream probe's tokens/s below (1 - tps_drop_ratio) of the instance's usual rate,
-    with the GPUs' throttling named as the cause when NVML reports it."""
-    rate, usual = _stream_tps(parts), baselines.get("stream_tps")
-    if rate is None or not usual or baselines.get("stream_tps_n", 0) < BASELINE_MIN_SAMPLES:
+    """Generation (tokens/s per request) below (1 - tps_drop_ratio) of the instance's usual
+    rate, with the GPUs' throttling named as the cause when NVML reports it."""
+    key, rate = _rates(parts)
+    if not _slow(key, rate, baselines, th):
         return None
-    if rate >= usual * (1 - th.tps_drop_ratio):
+    # a fresh slow measurement adds itself; a stored one was counted when it was fresh
+    in_a_row = baselines.get(f"{key}_slow", 0) + (1 if _measure_kind(key) in fresh else 0)
+    if in_a_row < SLOW_IN_A_ROW[key]:
         return None
+    usual = baselines[key]
     throttled = [f for f in found if f.code in THROTTLING_CODES]
     cause = (
         f"; the cause: {throttled[0].evidence}"
         if throttled
         else "; NVML shows no throttling: look at the batch size, preemptions and the context"
     )
+    where = "the engine's inter-token latency" if key == "engine_tps" else "the stream probe"
     return Finding(
         code="tps.drop",
         category=Category.TPS,
         severity="degraded",
-        source="stream",
-        evidence=f"Generation at {rate:.1f} tokens/s against a usual {usual:.1f} "
-        f"({rate / usual - 1:+.0%}), so TPS{cause}",
+        source="metrics" if key == "engine_tps" else "stream",
+        evidence=f"Generation at {rate:.1f} tokens/s per request against a usual {usual:.1f} "
+        f"({rate / usual - 1:+.0%}, by {where}), so TPS{cause}",
     )
 
 
-def updated_baselines(parts: ProbeParts, baselines: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The usual tokens/s moved towards a healthy new measurement (an EWMA)."""
-    rate = _stream_tps(parts)
+def updated_baselines(
+    parts: ProbeParts, baselines: Mapping[str, Any], th: Thresholds | None = None
+) -> dict[str, Any] | None:
+    """After a fresh measurement: a slow one counts towards a drop and leaves the usual
+    speed alone; a healthy one moves the usual speed towards it (an EWMA)."""
+    key, rate = _rates(parts)
     if rate is None:
         return None
-    n, usual = int(baselines.get("stream_tps_n", 0)), baselines.get("stream_tps")
+    if _slow(key, rate, baselines, th or Thresholds()):
+        return dict(baselines) | {f"{key}_slow": int(baselines.get(f"{key}_slow", 0)) + 1}
+    n, usual = int(baselines.get(f"{key}_n", 0)), baselines.get(key)
     value = rate if not usual else (1 - BASELINE_WEIGHT) * float(usual) + BASELINE_WEIGHT * rate
-    return dict(baselines) | {"stream_tps": round(value, 3), "stream_tps_n": n + 1}
+    return dict(baselines) | {key: round(value, 3), f"{key}_n": n + 1, f"{key}_slow": 0}

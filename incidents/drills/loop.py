@@ -2,9 +2,10 @@
 interval, divided by its time scale), as beat runs them, and the alert rules evaluated
 after each sweep with their durations divided by the same scale.
 
-An instance still being probed for a kind (a hang waits for its timeout) skips that
-kind's cycle, as a beat cycle that is still running does; the other instances and kinds
-keep their cadence."""
+Each instance is probed on its own thread for each kind, so an instance still being probed
+(a hang waits for its timeout) skips that kind's cycle alone, as a beat cycle that is still
+running does, while the other instances and kinds keep their cadence: at a time scale of
+10 a health interval is 3 s of real time, shorter than a probe's read timeout."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from fleet.probes.parts import ProbeKind
 from incidents.alerting import evaluate
 from incidents.models import Source
 
-WORKERS = 6
+WORKERS = 16
 TICK_S = 0.02
 
 
@@ -89,9 +90,9 @@ class ProbeLoop:
         with self._lock:
             chosen = [i for i in self._instances if (kind, i.pk) not in self._busy]
             self._busy.update((kind, i.pk) for i in chosen)
-        if chosen:
-            future = self._pool.submit(self._sweep, kind, chosen)
-            future.add_done_callback(lambda f, k=kind, c=chosen: self._done(f, k, c))
+        for instance in chosen:
+            future = self._pool.submit(self._sweep, kind, [instance])
+            future.add_done_callback(lambda f, k=kind, c=[instance]: self._done(f, k, c))
 
     def _sweep(self, kind: str, chosen: list[Instance]) -> None:
         close_old_connections()

@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -108,21 +107,7 @@ def create(request: HttpRequest) -> HttpResponse:
         request.POST or None, initial={"started_at": timezone.now(), "detected_at": timezone.now()}
     )
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            incident = form.save(commit=False)
-            incident.source = Source.MANUAL
-            incident.save()
-            form.save_m2m()
-            incident.evidence = lifecycle.snapshot(
-                instances=list(incident.instances.all()), at=timezone.now()
-            )
-            incident.save(update_fields=["evidence"])
-            TimelineEntry.objects.create(
-                incident=incident,
-                kind=TimelineEntry.Kind.OPENED,
-                text="Opened by hand.",
-                author=request.user.get_username(),
-            )
+        incident = lifecycle.open_by_hand(form=form, at=timezone.now(), author=request.user.get_username())
         return redirect(incident)
     return render(request, "incidents/form.html", {"form": form}, status=400 if form.errors else 200)
 
@@ -133,18 +118,9 @@ def edit(request: HttpRequest, pk: int) -> HttpResponse:
     incident = _get_incident(pk)
     form = IncidentForm(request.POST or None, instance=incident)
     if request.method == "POST" and form.is_valid():
-        original = Incident.objects.get(pk=incident.pk)  # validation already changed `incident`
-        before = {name: _shown(getattr(original, name)) for name in form.changed_data}
-        with transaction.atomic():
-            saved = form.save()
-            for name in form.changed_data:
-                TimelineEntry.objects.create(
-                    incident=saved,
-                    kind=TimelineEntry.Kind.EDIT,
-                    text=f"{form.fields[name].label}: {before[name]} → {_shown(getattr(saved, name))}",
-                    author=request.user.get_username(),
-                    data={"field": name},
-                )
+        saved = lifecycle.edit_by_hand(
+            form=form, at=timezone.now(), author=request.user.get_username(), shown=_shown
+        )
         return redirect(saved)
     return render(
         request,

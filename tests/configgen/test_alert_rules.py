@@ -136,6 +136,11 @@ FIRING_CASES = {
                                            "VLLMKVCacheNearFull", {"instance": INSTANCE}, "99%"),
     "kv near full on 0.7": ("0.7", _kv_series("vllm:gpu_cache_usage_perc", 5), "5m", "VLLMKVCacheNearFull",
                             {"instance": INSTANCE}, "99%"),
+    # the console's one KV rule: usage high AND (requests waiting OR preempted)
+    "kv near full with preemptions and nothing waiting": (
+        "0.11",
+        [*_kv_series("vllm:kv_cache_usage_perc", 0), _series("vllm:num_preemptions_total", "0+30x10")],
+        "5m", "VLLMKVCacheNearFull", {"instance": INSTANCE}, "99%"),
     "service down": ("0.11", [_series("up", "0x5")], "3m", "VLLMServiceDown",
                      {"instance": INSTANCE, "job": "vllm"}, "0"),
     "error rate": ("0.11", FINISHED, "10m", "VLLMHighErrorRate", {"instance": INSTANCE}, "10%"),
@@ -151,6 +156,9 @@ SILENT_CASES = {
     # name: (version, series, eval time, alert that must stay silent)
     "kv near full without waiting requests": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 0), "5m",
                                               "VLLMKVCacheNearFull"),
+    "kv near full, nothing waiting, preemptions flat": (
+        "0.11", [*_kv_series("vllm:kv_cache_usage_perc", 0), _series("vllm:num_preemptions_total", "7x10")],
+        "5m", "VLLMKVCacheNearFull"),
     "kv near full for less than its for": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 5), "1m",
                                            "VLLMKVCacheNearFull"),
     "service up": ("0.11", [_series("up", "1x5")], "3m", "VLLMServiceDown"),

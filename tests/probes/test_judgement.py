@@ -21,17 +21,18 @@ NO_TOKENS = {
     "window_s": 30.0,
 }
 NO_FIRST_TOKEN = StreamResult(outcome=Outcome.READ_TIMEOUT, error="ReadTimeout after 10 s")
-USUAL = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES}
+# the usual stream rate, with one slow stream already seen (a drop by the stream needs two)
+USUAL = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES, "stream_tps_slow": 1}
 
 
 def stream(tokens_per_s: float) -> StreamResult:
     return StreamResult(outcome=Outcome.OK, ttft_s=0.2, total_s=0.6, output_tokens_per_s=tokens_per_s)
 
 
-def judged(*, baselines=None, thresholds=None, **parts):
+def judged(*, baselines=None, thresholds=None, fresh=frozenset({"stream", "metrics"}), **parts):
     values = {"readiness": ready()} | parts
     th = thresholds or Thresholds()
-    return judge(target=TARGET, parts=ProbeParts(**values), thresholds=th, baselines=baselines)
+    return judge(target=TARGET, parts=ProbeParts(**values), thresholds=th, baselines=baselines, fresh=fresh)
 
 
 def codes(judgement) -> dict[str, str]:
@@ -95,9 +96,29 @@ def test_a_generation_speed_drop_against_the_usual_rate_is_tps():
     result = judged(stream=stream(12.0), baselines=USUAL)
     drop = result.classification.findings[0]
     assert (drop.code, drop.category, drop.severity) == ("tps.drop", "timeout.tps", "degraded")
-    assert drop.evidence.startswith("Generation at 12.0 tokens/s against a usual 40.0 (-70%), so TPS")
+    assert drop.evidence.startswith(
+        "Generation at 12.0 tokens/s per request against a usual 40.0 (-70%, by the stream probe), so TPS"
+    )
     assert "NVML shows no throttling" in drop.evidence
-    assert result.baselines is None  # a drop does not move the usual rate
+    assert result.baselines == USUAL | {"stream_tps_slow": 2}  # the usual rate stays
+
+
+def test_a_stored_slow_stream_is_not_counted_again_by_another_kind_s_run():
+    result = judged(stream=stream(12.0), baselines=USUAL, fresh=frozenset({"health"}))
+    assert "tps.drop" not in codes(result) and result.baselines is None
+
+
+def test_one_slow_stream_of_ours_is_not_yet_a_drop_but_counts_towards_one():
+    first = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES}
+    result = judge(
+        target=TARGET,
+        parts=ProbeParts(readiness=ready(), stream=stream(12.0)),
+        thresholds=Thresholds(),
+        baselines=first,
+        fresh=frozenset({"stream"}),
+    )
+    assert "tps.drop" not in codes(result)
+    assert result.baselines == first | {"stream_tps_slow": 1}  # the usual rate stays
 
 
 def test_throttling_on_the_gpus_is_named_as_the_cause_of_the_drop():
@@ -112,6 +133,17 @@ def test_throttling_on_the_gpus_is_named_as_the_cause_of_the_drop():
     assert found["gpu.thermal"].category == "gpu.thermal"
 
 
+def test_the_engine_s_inter_token_latency_is_the_measure_where_it_is_exported():
+    usual = {"engine_tps": 50.0, "engine_tps_n": BASELINE_MIN_SAMPLES}
+    slow = judged(derived={"itl_mean_s": 0.2}, stream=stream(49.0), baselines=usual)
+    drop = {f.code: f for f in slow.classification.findings}["tps.drop"]
+    assert "5.0 tokens/s per request against a usual 50.0 (-90%, by the engine's inter-token latency)" in (
+        drop.evidence
+    )
+    steady = judged(derived={"itl_mean_s": 0.021}, stream=stream(5.0), baselines=usual)
+    assert "tps.drop" not in codes(steady)  # one slow stream of ours does not outvote the engine
+
+
 def test_no_drop_is_judged_before_the_usual_rate_is_known():
     young = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES - 1}
     assert "tps.drop" not in codes(judged(stream=stream(12.0), baselines=young))
@@ -119,15 +151,19 @@ def test_no_drop_is_judged_before_the_usual_rate_is_known():
 
 def test_a_healthy_stream_moves_the_usual_rate():
     usual = {"stream_tps": 40.0, "stream_tps_n": 3}
-    assert updated_baselines(ProbeParts(stream=stream(50.0)), usual) == {
-        "stream_tps": 42.0,
-        "stream_tps_n": 4,
-    }
-    assert updated_baselines(ProbeParts(stream=stream(30.0)), {}) == {"stream_tps": 30.0, "stream_tps_n": 1}
+    moved = {"stream_tps": 42.0, "stream_tps_n": 4, "stream_tps_slow": 0}
+    assert updated_baselines(ProbeParts(stream=stream(50.0)), usual) == moved
+    engine = ProbeParts(derived={"itl_mean_s": 0.02})
+    assert updated_baselines(engine, {}) == {"engine_tps": 50.0, "engine_tps_n": 1, "engine_tps_slow": 0}
+    first = {"stream_tps": 30.0, "stream_tps_n": 1, "stream_tps_slow": 0}
+    assert updated_baselines(ProbeParts(stream=stream(30.0)), {}) == first
     fresh = judge(
-        target=TARGET, parts=ProbeParts(stream=stream(30.0)), thresholds=Thresholds(), stream_fresh=True
+        target=TARGET,
+        parts=ProbeParts(stream=stream(30.0)),
+        thresholds=Thresholds(),
+        fresh=frozenset({"stream"}),
     )
-    assert fresh.baselines == {"stream_tps": 30.0, "stream_tps_n": 1}
+    assert fresh.baselines == first
 
 
 def test_a_bug_in_the_rules_becomes_a_finding():
