@@ -30,7 +30,9 @@ from fleet.probes.target import ProbeTarget
 
 THROTTLING_CODES = frozenset({"gpu.thermal", "gpu.power_brake"})
 BASELINE_WEIGHT = 0.2  # the share of a new healthy measurement in the usual tokens/s
-BASELINE_MIN_SAMPLES = 3  # healthy measurements before a drop can be judged
+# Healthy measurements before a drop can be judged: an engine window holds thousands of
+# tokens, a stream of ours a dozen.
+BASELINE_MIN_SAMPLES = {"engine_tps": 2, "stream_tps": 3}
 # Slow measurements in a row that make a drop: the engine's window holds thousands of
 # tokens, one stream of ours a dozen (a busy probe host alone can halve it).
 SLOW_IN_A_ROW = {"engine_tps": 1, "stream_tps": 2}
@@ -177,7 +179,7 @@ def _rates(parts: ProbeParts) -> tuple[str, float | None]:
 
 def _slow(key: str, rate: float | None, baselines: Mapping[str, Any], th: Thresholds) -> bool:
     usual = baselines.get(key)
-    if rate is None or not usual or baselines.get(f"{key}_n", 0) < BASELINE_MIN_SAMPLES:
+    if rate is None or not usual or baselines.get(f"{key}_n", 0) < BASELINE_MIN_SAMPLES[key]:
         return False
     return rate < usual * (1 - th.tps_drop_ratio)
 

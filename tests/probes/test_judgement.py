@@ -22,7 +22,7 @@ NO_TOKENS = {
 }
 NO_FIRST_TOKEN = StreamResult(outcome=Outcome.READ_TIMEOUT, error="ReadTimeout after 10 s")
 # the usual stream rate, with one slow stream already seen (a drop by the stream needs two)
-USUAL = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES, "stream_tps_slow": 1}
+USUAL = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES["stream_tps"], "stream_tps_slow": 1}
 
 
 def stream(tokens_per_s: float) -> StreamResult:
@@ -109,7 +109,7 @@ def test_a_stored_slow_stream_is_not_counted_again_by_another_kind_s_run():
 
 
 def test_one_slow_stream_of_ours_is_not_yet_a_drop_but_counts_towards_one():
-    first = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES}
+    first = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES["stream_tps"]}
     result = judge(
         target=TARGET,
         parts=ProbeParts(readiness=ready(), stream=stream(12.0)),
@@ -134,7 +134,7 @@ def test_throttling_on_the_gpus_is_named_as_the_cause_of_the_drop():
 
 
 def test_the_engine_s_inter_token_latency_is_the_measure_where_it_is_exported():
-    usual = {"engine_tps": 50.0, "engine_tps_n": BASELINE_MIN_SAMPLES}
+    usual = {"engine_tps": 50.0, "engine_tps_n": BASELINE_MIN_SAMPLES["engine_tps"]}
     slow = judged(derived={"itl_mean_s": 0.2}, stream=stream(49.0), baselines=usual)
     drop = {f.code: f for f in slow.classification.findings}["tps.drop"]
     assert "5.0 tokens/s per request against a usual 50.0 (-90%, by the engine's inter-token latency)" in (
@@ -145,7 +145,7 @@ def test_the_engine_s_inter_token_latency_is_the_measure_where_it_is_exported():
 
 
 def test_no_drop_is_judged_before_the_usual_rate_is_known():
-    young = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES - 1}
+    young = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES["stream_tps"] - 1}
     assert "tps.drop" not in codes(judged(stream=stream(12.0), baselines=young))
 
 
