@@ -71,10 +71,12 @@ def evaluate(
             elif transition == "resolve":
                 record.resolved_at = now
                 if record.incident_id:
+                    others = AlertState.objects.filter(incident_id=record.incident_id, state="firing")
                     lifecycle.alert_cleared(
                         key=record.incident.dedup_key,
                         at=now,
-                        text=f"{rule.name} cleared (value {record.value}).",
+                        text=f"{rule.name} cleared on {instance.name} (value {record.value}).",
+                        others_firing=others.exclude(pk=record.pk).exists(),
                     )
                 counts["resolved"] += 1
             record.save()
@@ -121,7 +123,11 @@ def _fire(
         return "silenced"
     evidence = down_cause(instance) if rule.signal == "service_down" else None
     category = evidence or rule.category
-    if evidence and host_causes.get(instance.host_id) == evidence:
+    outage = _outage(instance, host_causes) if not evidence else None
+    if outage is not None:  # a symptom of the instance's outage joins the outage's incident
+        key, title = outage.dedup_key, outage.title
+        category, evidence = outage.category, outage.category
+    elif evidence and host_causes.get(instance.host_id) == evidence:
         key = lifecycle.dedup_key(host=instance.host, category=category)
         title = f"Host {instance.host.name}: every instance down ({label(category)})"
     else:
@@ -143,6 +149,19 @@ def _fire(
     )
     record.incident = incident
     return "fired"
+
+
+def _outage(instance: Instance, host_causes: dict[int, str]) -> Incident | None:
+    """The unresolved incident of the instance's own down cause, while it is failing or
+    down: the other rules' alerts on it then (errors from clients giving up, a queue that
+    grows behind a hung engine) are that outage's symptoms, not incidents of their own."""
+    cause = down_cause(instance) if instance.verdict in ("down", "failing") else None
+    if cause is None:
+        return None
+    keys = [lifecycle.dedup_key(instance=instance, category=cause)]
+    if host_causes.get(instance.host_id) == cause:
+        keys.append(lifecycle.dedup_key(host=instance.host, category=cause))
+    return Incident.objects.unresolved().filter(dedup_key__in=keys).first()
 
 
 def _note_probe_changes(instances: list[Instance], now: datetime) -> None:

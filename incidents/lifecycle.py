@@ -158,14 +158,17 @@ def _entry(
     )
 
 
-def alert_cleared(*, key: str, at: datetime, text: str, data: dict | None = None) -> Incident | None:
-    """The alert behind `key` cleared: the open incident is mitigated (a person resolves it)."""
+def alert_cleared(
+    *, key: str, at: datetime, text: str, data: dict | None = None, others_firing: bool = False
+) -> Incident | None:
+    """The alert behind `key` cleared: the open incident is mitigated (a person resolves it),
+    unless other alerts that joined it still fire (then the clearing is only noted)."""
     with transaction.atomic():
         incident = Incident.objects.select_for_update().unresolved().filter(dedup_key=key).first()
         if incident is None:
             return None
         _entry(incident, at, TimelineEntry.Kind.ALERT_RESOLVED, text, data=data)
-        if incident.status == Status.OPEN:
+        if incident.status == Status.OPEN and not others_firing:
             incident.status, incident.mitigated_at = Status.MITIGATED, at
             incident.save(update_fields=["status", "mitigated_at", "updated_at"])
             _entry(

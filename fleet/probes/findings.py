@@ -58,7 +58,9 @@ class Thresholds:
     waiting: float = 10  # waiting > 10 → backlog
     running_fraction: float = 0.95  # running ≥ 95 % of max_num_seqs → batch full
     kv_cache_usage: float = 0.95  # only with waiting or preemptions (corrections #11)
-    kv_min_waiting: float = 0  # KV pressure: more than this many waiting (or preemptions)
+    # KV pressure: more than this many waiting (or any preemption). A request or two waits
+    # for a moment between engine steps on any busy server; a full cache makes the queue grow.
+    kv_min_waiting: float = 5
     preemptions_per_s: float = 0.0
     temperature_c: float = 85  # a hint; throttle reasons are the evidence (corrections #10)
     sm_utilization_pct: float = 95  # SM > 95 % → saturated

@@ -132,9 +132,9 @@ FINISHED = [
 ]
 FIRING_CASES = {
     # name: (version, series, eval time, alert, labels of the firing alert, $value as humanized)
-    "kv near full with waiting requests": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 5), "5m",
+    "kv near full with waiting requests": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 12), "5m",
                                            "VLLMKVCacheNearFull", {"instance": INSTANCE}, "99%"),
-    "kv near full on 0.7": ("0.7", _kv_series("vllm:gpu_cache_usage_perc", 5), "5m", "VLLMKVCacheNearFull",
+    "kv near full on 0.7": ("0.7", _kv_series("vllm:gpu_cache_usage_perc", 12), "5m", "VLLMKVCacheNearFull",
                             {"instance": INSTANCE}, "99%"),
     # the console's one KV rule: usage high AND (requests waiting OR preempted)
     "kv near full with preemptions and nothing waiting": (
@@ -156,10 +156,12 @@ SILENT_CASES = {
     # name: (version, series, eval time, alert that must stay silent)
     "kv near full without waiting requests": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 0), "5m",
                                               "VLLMKVCacheNearFull"),
+    "kv near full, a request or two waiting between steps": (
+        "0.11", _kv_series("vllm:kv_cache_usage_perc", 2), "5m", "VLLMKVCacheNearFull"),
     "kv near full, nothing waiting, preemptions flat": (
         "0.11", [*_kv_series("vllm:kv_cache_usage_perc", 0), _series("vllm:num_preemptions_total", "7x10")],
         "5m", "VLLMKVCacheNearFull"),
-    "kv near full for less than its for": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 5), "1m",
+    "kv near full for less than its for": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 12), "1m",
                                            "VLLMKVCacheNearFull"),
     "service up": ("0.11", [_series("up", "1x5")], "3m", "VLLMServiceDown"),
     "no errors": ("0.11", FINISHED[:1], "10m", "VLLMHighErrorRate"),

@@ -38,3 +38,11 @@ def test_alertmanager_maps_every_alertname_of_the_table_to_its_cause():
 def test_the_kv_rule_fires_on_the_probes_kv_pressure_not_on_usage():
     (kv,) = [a for a in GUIDE_ALERTS if a.key == "kv_cache_high"]
     assert kv.signal == "kv_pressure"
+
+
+def test_the_generated_kv_rule_and_the_probes_agree_on_how_many_waiting_make_pressure():
+    from diagnostics.configgen.alert_rules import FIELDS
+    from fleet.probes.findings import Thresholds
+
+    (field,) = [f for f in FIELDS if f.name == "kv_min_waiting"]
+    assert float(field.default) == Thresholds().kv_min_waiting

@@ -248,3 +248,35 @@ def test_verdict_changes_of_an_affected_instance_go_into_the_timeline_and_a_retu
     entry = incident.timeline.get(kind="restart")
     assert entry.text == "solo: down → up (back up: restarted)"
     assert incident.timeline.filter(kind="alert_resolved").exists()
+
+
+def test_a_symptom_of_an_outage_joins_the_outage_s_incident_instead_of_opening_its_own():
+    """A hung engine: clients give up (the error rate climbs) while the instance is down for
+    the hang; the error-rate alert joins the hang's incident."""
+    instance = make_instance(make_host(), name="stalled")
+    verdict(instance, "down", HUNG)
+    end = down_for(90)
+    for i in range(12):
+        at = end + timedelta(seconds=30 * (i + 1))
+        sample(instance, "error_rate", 1.0, at)
+        evaluate(now=at)
+    incident = Incident.objects.get()
+    assert incident.category == "process.hung"
+    fired = incident.timeline.filter(kind="alert_fired")
+    assert any("Error rate above 5 %" in entry.text for entry in fired)
+
+
+def test_an_incident_is_mitigated_only_when_every_alert_that_joined_it_has_cleared():
+    host = make_host(name="gpu-node-08")
+    a, b = make_instance(host, name="a"), make_instance(host, name="b")
+    for instance in (a, b):
+        verdict(instance, "down", REFUSED)
+    end = down_for(90)
+    verdict(a, "up")
+    end = down_for(60, start=end + timedelta(seconds=30))
+    incident = Incident.objects.get()
+    assert incident.status == "open"  # b is still down
+    verdict(b, "up")
+    down_for(60, start=end + timedelta(seconds=30))
+    incident.refresh_from_db()
+    assert incident.status == "mitigated"

@@ -80,10 +80,16 @@ def test_an_idle_engine_is_not_hung():
     assert judged(derived=idle).classification.verdict == "up"
 
 
-def test_a_standstill_under_kv_pressure_is_kv_pressure_not_a_hang():
+def test_a_standstill_with_the_kv_cache_full_is_kv_not_a_hang():
     starved = NO_TOKENS | {"kv_cache_usage": 0.99}
     found = codes(judged(derived=starved, stream=NO_FIRST_TOKEN))
-    assert found.get("kv.pressure") == "oom.kv_pressure" and "engine.hung" not in found
+    assert found.get("kv.high") == "oom.kv_pressure" and "engine.hung" not in found
+    queued = codes(judged(derived=starved | {"num_requests_waiting": 40.0}, stream=NO_FIRST_TOKEN))
+    assert queued.get("kv.pressure") == "oom.kv_pressure" and "engine.hung" not in queued
+
+
+def test_a_request_or_two_waiting_between_steps_is_not_kv_pressure():
+    assert "kv.pressure" not in codes(judged(derived={"kv_cache_usage": 0.97, "num_requests_waiting": 2.0}))
 
 
 def test_kv_usage_high_with_nothing_waiting_is_no_fault():
