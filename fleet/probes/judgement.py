@@ -168,24 +168,36 @@ def _engine_tps(parts: ProbeParts) -> float | None:
     return 1.0 / itl if itl and itl > 0 else None
 
 
+def _batch_band(running: float) -> int:
+    """The power of two at or below the running requests: 1, 2, 4, 8, ..."""
+    return 1 << max(0, int(running).bit_length() - 1) if running >= 1 else 1
+
+
 def _rates(parts: ProbeParts) -> tuple[str, float | None]:
     """The generation speed to judge and the baseline key it is kept under: the engine's
-    where it exports inter-token latency, else the stream probe's (Ollama, TGI without it)."""
+    where it exports inter-token latency, else the stream probe's (Ollama, TGI without it).
+    The engine's per-request speed falls as the batch grows (each step reads every
+    sequence's KV), so it is compared with the usual speed at a similar batch size."""
     engine = _engine_tps(parts)
     if engine is not None or "itl_mean_s" in parts.derived:
-        return "engine_tps", engine
+        band = _batch_band(parts.derived.get("num_requests_running", 0.0))
+        return f"engine_tps@{band}", engine
     return "stream_tps", _stream_tps(parts)
+
+
+def _family(key: str) -> str:
+    return key.split("@", 1)[0]
 
 
 def _slow(key: str, rate: float | None, baselines: Mapping[str, Any], th: Thresholds) -> bool:
     usual = baselines.get(key)
-    if rate is None or not usual or baselines.get(f"{key}_n", 0) < BASELINE_MIN_SAMPLES[key]:
+    if rate is None or not usual or baselines.get(f"{key}_n", 0) < BASELINE_MIN_SAMPLES[_family(key)]:
         return False
     return rate < usual * (1 - th.tps_drop_ratio)
 
 
 def _measure_kind(key: str) -> str:
-    return {"engine_tps": "metrics", "stream_tps": "stream"}[key]
+    return {"engine_tps": "metrics", "stream_tps": "stream"}[_family(key)]
 
 
 def tps_drop(
@@ -202,7 +214,7 @@ def tps_drop(
         return None
     # a fresh slow measurement adds itself; a stored one was counted when it was fresh
     in_a_row = baselines.get(f"{key}_slow", 0) + (1 if _measure_kind(key) in fresh else 0)
-    if in_a_row < SLOW_IN_A_ROW[key]:
+    if in_a_row < SLOW_IN_A_ROW[_family(key)]:
         return None
     usual = baselines[key]
     throttled = [f for f in found if f.code in THROTTLING_CODES]
@@ -211,12 +223,17 @@ def tps_drop(
         if throttled
         else "; NVML shows no throttling: look at the batch size, preemptions and the context"
     )
-    where = "the engine's inter-token latency" if key == "engine_tps" else "the stream probe"
+    engine = _family(key) == "engine_tps"
+    where = (
+        f"the engine's inter-token latency at a batch of {key.split('@')[1]}+"
+        if engine
+        else "the stream probe"
+    )
     return Finding(
         code="tps.drop",
         category=Category.TPS,
         severity="degraded",
-        source="metrics" if key == "engine_tps" else "stream",
+        source="metrics" if engine else "stream",
         evidence=f"Generation at {rate:.1f} tokens/s per request against a usual {usual:.1f} "
         f"({rate / usual - 1:+.0%}, by {where}), so TPS{cause}",
     )

@@ -140,14 +140,21 @@ def test_throttling_on_the_gpus_is_named_as_the_cause_of_the_drop():
 
 
 def test_the_engine_s_inter_token_latency_is_the_measure_where_it_is_exported():
-    usual = {"engine_tps": 50.0, "engine_tps_n": BASELINE_MIN_SAMPLES["engine_tps"]}
+    usual = {"engine_tps@1": 50.0, "engine_tps@1_n": BASELINE_MIN_SAMPLES["engine_tps"]}
     slow = judged(derived={"itl_mean_s": 0.2}, stream=stream(49.0), baselines=usual)
     drop = {f.code: f for f in slow.classification.findings}["tps.drop"]
-    assert "5.0 tokens/s per request against a usual 50.0 (-90%, by the engine's inter-token latency)" in (
-        drop.evidence
-    )
+    expected = "5.0 tokens/s per request against a usual 50.0 (-90%, by the engine's inter-token latency"
+    assert expected + " at a batch of 1+)" in drop.evidence
     steady = judged(derived={"itl_mean_s": 0.021}, stream=stream(5.0), baselines=usual)
     assert "tps.drop" not in codes(steady)  # one slow stream of ours does not outvote the engine
+
+
+def test_a_bigger_batch_is_compared_with_the_usual_speed_of_a_bigger_batch():
+    """Per-request speed falls as the batch grows; that alone is no drop."""
+    usual = {"engine_tps@1": 150.0, "engine_tps@1_n": 5}
+    busy = judged(derived={"itl_mean_s": 0.017, "num_requests_running": 13.0}, baselines=usual)
+    assert "tps.drop" not in codes(busy)
+    assert busy.baselines["engine_tps@8"] == round(1 / 0.017, 3)
 
 
 def test_no_drop_is_judged_before_the_usual_rate_is_known():
@@ -160,7 +167,11 @@ def test_a_healthy_stream_moves_the_usual_rate():
     moved = {"stream_tps": 42.0, "stream_tps_n": 4, "stream_tps_slow": 0}
     assert updated_baselines(ProbeParts(stream=stream(50.0)), usual) == moved
     engine = ProbeParts(derived={"itl_mean_s": 0.02})
-    assert updated_baselines(engine, {}) == {"engine_tps": 50.0, "engine_tps_n": 1, "engine_tps_slow": 0}
+    assert updated_baselines(engine, {}) == {
+        "engine_tps@1": 50.0,
+        "engine_tps@1_n": 1,
+        "engine_tps@1_slow": 0,
+    }
     first = {"stream_tps": 30.0, "stream_tps_n": 1, "stream_tps_slow": 0}
     assert updated_baselines(ProbeParts(stream=stream(30.0)), {}) == first
     fresh = judge(
