@@ -73,7 +73,7 @@ async def _bare_fetch(urls: list[str], concurrency: int) -> None:
 
 def _cycle(instances: list, concurrency: int) -> tuple[int, int]:
     from fleet.models import ProbeSettings, Trigger
-    from fleet.probe_service import limits_from, record_probes, target_for, thresholds_from
+    from fleet.probe_service import limits_from, record_probes, target_for
     from fleet.probes.instance_probe import probe_many
     from fleet.probes.parts import ProbeKind
 
@@ -82,11 +82,10 @@ def _cycle(instances: list, concurrency: int) -> tuple[int, int]:
     settings = ProbeSettings.current()
     probes = asyncio.run(
         probe_many(targets=[target_for(i) for i in instances], previous_scrapes={},
-                   limits=limits_from(settings), thresholds=thresholds_from(settings),
-                   concurrency=concurrency, kinds=SWEPT, light_health=True)
+                   limits=limits_from(settings), concurrency=concurrency, kinds=SWEPT, light_health=True)
     )  # fmt: skip
-    record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
-    return len(probes), sum(1 for p in probes if p.classification.verdict == "down")
+    runs = record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
+    return len(probes), sum(1 for r in runs if r.verdict == "down")
 
 
 def _peak_rss_mib() -> float:

@@ -21,7 +21,7 @@ def send_delivery(self, *, delivery_id: int) -> None:
 
 @shared_task(name="incidents.evaluate_alerts", ignore_result=True, soft_time_limit=120, time_limit=150)
 def evaluate_alerts() -> None:
-    """The alert rules over the latest probe data; sent after each probe cycle."""
+    """The alert rules over the latest probe data; beat sends it every 15 s."""
     from incidents import alerting
 
     alerting.evaluate()

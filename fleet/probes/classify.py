@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from fleet.probes.engines import EngineDialect, dialect_for
 from fleet.probes.findings import SEVERITY_RANK, Category, Finding, Severity, Thresholds
 from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.gpu_rules import gpu_findings
@@ -48,28 +49,25 @@ class Classification:
         return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings]}
 
 
-def _dead_status(target: ProbeTarget, readiness: ReadinessResult) -> int:
-    """The status the engine's /health answers once its engine core died: vLLM 500 up to
-    0.10 and 503 from 0.11 (vllm#24897), TGI 503; by the version the server reports."""
-    if target.engine != "vllm":
-        return 503
+def _dead_status(target: ProbeTarget, readiness: ReadinessResult) -> int | None:
+    """The status the engine's /health answers once its engine core died, by its dialect
+    and the version the server reports (vLLM 500 up to 0.10 and 503 from 0.11, vllm#24897;
+    TGI 503); None for an engine without one (Ollama)."""
     version = (readiness.version or target.engine_version or "").strip()
-    try:
-        major, minor = (int(p) for p in version.split(".")[:2])
-    except ValueError:
-        return 503
-    return 503 if (major, minor) >= (0, 11) else 500
+    return dialect_for(target.engine).dead_health_status(version)
 
 
 def _engine_dead(
     readiness: ReadinessResult, check: RouteCheck, target: ProbeTarget, phases: PhaseResult | None
 ) -> bool:
-    """/health answers the engine's dead status and a generation fails with 500 (or was not
-    tried): a plain 500 or 503 from something else is a server error, not a dead engine."""
-    if check.outcome != "bad_status" or check.status != _dead_status(target, readiness):
+    """/health answers the engine's dead status and a generation fails the way the engine
+    fails it while dead (vLLM 500, TGI 424), or was not tried: a plain 500 or 503 from
+    something else is a server error, not a dead engine."""
+    dead_status = _dead_status(target, readiness)
+    if dead_status is None or check.outcome != "bad_status" or check.status != dead_status:
         return False
     generated = phases is not None and phases.method == "POST"
-    return not generated or phases.status == 500
+    return not generated or phases.status in dialect_for(target.engine).failed_generation_statuses
 
 
 def _readiness(
@@ -81,9 +79,9 @@ def _readiness(
 ) -> list[Finding]:
     if readiness is None:
         return []
-    found = []
+    dialect, found = dialect_for(target.engine), []
     for check in readiness.checks:
-        if check.outcome == "ok" or check.path in ("/version",):
+        if check.outcome == "ok" or check.path in dialect.informative_paths:
             continue
         made = connection_finding(
             check.outcome,
@@ -96,7 +94,7 @@ def _readiness(
         )
         health = check is readiness.checks[0]
         dead = health and _engine_dead(readiness, check, target, phases)
-        found.append(made or _readiness_failure(readiness, check, health=health, dead=dead))
+        found.append(made or _readiness_failure(readiness, check, health=health, dead=dead, dialect=dialect))
         if health:
             break  # with the health route failing, the other routes' failures add nothing
     if readiness.model_mismatch:
@@ -115,7 +113,12 @@ def _readiness(
 
 
 def _readiness_failure(
-    readiness: ReadinessResult, check: RouteCheck, *, health: bool, dead: bool = False
+    readiness: ReadinessResult,
+    check: RouteCheck,
+    *,
+    health: bool,
+    dialect: EngineDialect,
+    dead: bool = False,
 ) -> Finding:
     """A failed readiness route: a hung or dead health route is down, the rest degraded."""
     path, outcome, status, error = check.path, check.outcome, check.status, check.error
@@ -136,8 +139,7 @@ def _readiness_failure(
             "engine.dead",
             Category.ENGINE_DEAD,
             "down",
-            f"{path} returned {status}: the engine is dead (vLLM answers 500 up to 0.10 and 503 "
-            "from 0.11; TGI 503)",
+            f"{path} returned {status}: the engine is dead ({dialect.dead_health_note})",
         )
     if outcome == "bad_status" and status is not None and status >= 500 and health:
         return make(

@@ -5,10 +5,11 @@ phases), stream, metrics (the scrape, and rates against the previous scrape) and
 NVML read in a worker thread, when the host has a backend). A probe only measures: the
 instance is judged once, by fleet.probes.judgement, on these fresh results together with
 the latest stored results of the other kinds (fleet.probe_service does that under the
-state's lock). The phase timing uses a tiny non-streaming
-generation of one token (vLLM: chat completions; TGI: /generate; Ollama: /api/chat), so
-its TTFB is the time to the first token (guide 2.2.1); the light health check of a large
-sweep times the health route instead and reads readiness from that one request.
+state's lock). The phase timing uses the engine dialect's tiny non-streaming generation
+of one token (vLLM: chat completions; TGI: /generate; Ollama: /api/chat;
+fleet/probes/engines/), so its TTFB is the time to the first token (guide 2.2.1); the
+light health check of a large sweep times the dialect's health route instead and reads
+readiness from that one request.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import httpx
 
 from fleet.nvml.base import NvmlBackend
+from fleet.probes.engines import dialect_for
 from fleet.probes.fetch import make_instance_client
 from fleet.probes.gpu import GpuProbeResult, read_gpus
 from fleet.probes.outcomes import Outcome
@@ -31,10 +33,9 @@ from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.phases import PhaseResult, measure_phases
 from fleet.probes.readiness import ReadinessResult, check_readiness, readiness_from_health_phases
 from fleet.probes.scrape import Scrape, ScrapeResult, derive, scrape_metrics
-from fleet.probes.streaming import PROMPT, StreamResult, probe_stream
+from fleet.probes.streaming import StreamResult, probe_stream
 from fleet.probes.target import ProbeLimits, ProbeTarget
 
-HEALTH_PATHS = {"vllm": "/health", "tgi": "/health", "ollama": "/api/version"}
 GPU_READ_TIMEOUT_S = 10.0
 
 
@@ -107,32 +108,14 @@ class InstanceProbe:
         }
 
 
-def _one_token_request(target: ProbeTarget) -> tuple[str, dict[str, Any]]:
-    messages = [{"role": "user", "content": PROMPT}]
-    if target.engine == "tgi":
-        return "/generate", {"inputs": PROMPT, "parameters": {"max_new_tokens": 1}}
-    if target.engine == "ollama":
-        return "/api/chat", {
-            "model": target.served_model_name,
-            "messages": messages,
-            "stream": False,
-            "options": {"num_predict": 1, "temperature": 0},
-        }
-    return "/v1/chat/completions", {
-        "model": target.served_model_name,
-        "messages": messages,
-        "max_tokens": 1,
-        "temperature": 0,
-        "stream": False,
-    }
-
-
 def phases_request(target: ProbeTarget, *, generate: bool) -> dict[str, Any]:
-    """The request the phases are timed on: a non-streaming one-token generation on the
-    engine's native route (so TTFB is the time to the first token), or the health route."""
+    """The request the phases are timed on: the dialect's non-streaming one-token generation
+    on the engine's native route (so TTFB is the time to the first token), or its health
+    route."""
+    dialect = dialect_for(target.engine)
     if not generate:
-        return {"url": target.url(HEALTH_PATHS.get(target.engine, "/health")), "method": "GET"}
-    path, body = _one_token_request(target)
+        return {"url": target.url(dialect.health_path), "method": "GET"}
+    path, body = dialect.one_token_request(target)
     return {"url": target.url(path), "method": "POST", "json": body, "headers": target.auth_headers()}
 
 
@@ -155,9 +138,8 @@ async def _health(
     client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, *, light: bool
 ) -> tuple[ReadinessResult, PhaseResult]:
     if light:
-        path = HEALTH_PATHS.get(target.engine, "/health")
         phases = await measure_phases(client=client, limits=limits, **phases_request(target, generate=False))
-        return readiness_from_health_phases(phases, path=path), phases
+        return readiness_from_health_phases(phases, dialect=dialect_for(target.engine)), phases
     return await asyncio.gather(
         check_readiness(client=client, target=target, limits=limits),
         measure_phases(client=client, limits=limits, **phases_request(target, generate=True)),

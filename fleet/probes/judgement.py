@@ -189,9 +189,21 @@ def _family(key: str) -> str:
     return key.split("@", 1)[0]
 
 
+DROPPING = "engine_tps_dropping"  # the usual speed a drop is measured against, while it lasts
+
+
+def _usual(key: str, baselines: Mapping[str, Any]) -> float | None:
+    """The usual speed to compare with: the key's own once it has enough samples; for an
+    engine whose slowdown pushed the batch into a size it has never run at, the usual
+    speed the drop was first seen against (a slow engine's growing batch is no new normal)."""
+    if baselines.get(f"{key}_n", 0) >= BASELINE_MIN_SAMPLES[_family(key)]:
+        return baselines.get(key)
+    return baselines.get(DROPPING) if _family(key) == "engine_tps" else None
+
+
 def _slow(key: str, rate: float | None, baselines: Mapping[str, Any], th: Thresholds) -> bool:
-    usual = baselines.get(key)
-    if rate is None or not usual or baselines.get(f"{key}_n", 0) < BASELINE_MIN_SAMPLES[_family(key)]:
+    usual = _usual(key, baselines)
+    if rate is None or not usual:
         return False
     return rate < usual * (1 - th.tps_drop_ratio)
 
@@ -214,9 +226,10 @@ def tps_drop(
         return None
     # a fresh slow measurement adds itself; a stored one was counted when it was fresh
     in_a_row = baselines.get(f"{key}_slow", 0) + (1 if _measure_kind(key) in fresh else 0)
-    if in_a_row < SLOW_IN_A_ROW[_family(key)]:
+    continuing = _family(key) == "engine_tps" and bool(baselines.get(DROPPING))
+    if in_a_row < SLOW_IN_A_ROW[_family(key)] and not continuing:
         return None
-    usual = baselines[key]
+    usual = _usual(key, baselines) or 0.0
     throttled = [f for f in found if f.code in THROTTLING_CODES]
     cause = (
         f"; the cause: {throttled[0].evidence}"
@@ -243,12 +256,25 @@ def updated_baselines(
     parts: ProbeParts, baselines: Mapping[str, Any], th: Thresholds | None = None
 ) -> dict[str, Any] | None:
     """After a fresh measurement: a slow one counts towards a drop and leaves the usual
-    speed alone; a healthy one moves the usual speed towards it (an EWMA)."""
+    speed alone; a healthy one moves the usual speed towards it (an EWMA) and, for the
+    engine, ends a drop. A batch size never seen is learnt only while no drop lasts."""
     key, rate = _rates(parts)
     if rate is None:
         return None
-    if _slow(key, rate, baselines, th or Thresholds()):
-        return dict(baselines) | {f"{key}_slow": int(baselines.get(f"{key}_slow", 0)) + 1}
+    th = th or Thresholds()
+    engine = _family(key) == "engine_tps"
+    if _slow(key, rate, baselines, th):
+        slow = int(baselines.get(f"{key}_slow", 0)) + 1
+        found = dict(baselines) | {f"{key}_slow": slow}
+        if engine and slow >= SLOW_IN_A_ROW["engine_tps"] and not baselines.get(DROPPING):
+            found[DROPPING] = _usual(key, baselines)
+        return found
+    known = baselines.get(f"{key}_n", 0) >= BASELINE_MIN_SAMPLES[_family(key)]
+    if engine and baselines.get(DROPPING) and not known:
+        return None  # a new batch size while slow: neither learnt nor the end of the drop
     n, usual = int(baselines.get(f"{key}_n", 0)), baselines.get(key)
     value = rate if not usual else (1 - BASELINE_WEIGHT) * float(usual) + BASELINE_WEIGHT * rate
-    return dict(baselines) | {key: round(value, 3), f"{key}_n": n + 1, f"{key}_slow": 0}
+    found = dict(baselines) | {key: round(value, 3), f"{key}_n": n + 1, f"{key}_slow": 0}
+    if engine:
+        found.pop(DROPPING, None)
+    return found

@@ -4,7 +4,9 @@ vLLM renamed metrics between versions (corrections #5, A.1 in docs/guide-correct
 is keyed by canonical names and both generations land on the same key. Where a server
 emits both names (0.9–0.10 emit the deprecated one beside the new one), the first wire
 name listed wins. TGI's `tgi_*` equivalents are mapped where they exist; Ollama has no
-/metrics.
+/metrics. The names stay one table (a page is read the same way whoever wrote it); each
+engine's dialect (fleet/probes/engines/) says whether it has /metrics at all and the
+prefix of the names it exports, and scrape.py asks it before scraping.
 
 Gauges (summed over series, except usage ratios, which take the maximum engine):
   num_requests_running   vllm:num_requests_running | tgi_batch_current_size

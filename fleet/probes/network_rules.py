@@ -1,15 +1,20 @@
 """Findings for requests that failed: the connection (guide 2.2.4) or the HTTP status.
 
-A refused connection is what a starting vLLM looks like (it binds its port only after
-loading the model, corrections #7); when the instance's GPUs are known, NVML tells the two
-apart: a process holding GPU memory means still loading, none means the process is gone.
-429 never comes from vLLM itself (corrections #8): a gateway sent it, or TGI is overloaded.
+What a refused port, a 429 or a 503 means depends on the engine, so the words come from
+its dialect (fleet/probes/engines/) and an instance's findings never explain it by another
+engine. A refused connection is what a starting vLLM or TGI looks like (each binds its
+port only after loading the model, corrections #7), while Ollama listens at once, so for
+it a refused port means the server is not running. When the instance's GPUs are known,
+NVML tells more: no process on them means the process is gone; a process holding memory
+means a vLLM or TGI still loading. 429 never comes from vLLM or Ollama themselves
+(corrections #8): a gateway sent it, or TGI is overloaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fleet.probes.engines import dialect_for
 from fleet.probes.findings import Category, Finding, Severity
 from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.target import ProbeTarget
@@ -34,13 +39,10 @@ def _refused(
     target: ProbeTarget, gpus: GpuProbeResult | None, indices: Sequence[int] | None
 ) -> tuple[str, Category, str]:
     base = f"Connection refused on {target.base_url}: nothing listens on the port"
+    dialect = dialect_for(target.engine)
     reading = gpus.reading if gpus else None
     if reading is None or not indices:
-        return (
-            "connect.refused",
-            Category.NOT_LISTENING,
-            base + "; vLLM binds its port only after loading the model, so it is starting or gone",
-        )
+        return "connect.refused", Category.NOT_LISTENING, f"{base}; {dialect.refused}"
     mine = [g for g in reading.gpus if g.index in indices]
     busy = [g for g in mine if g.processes]
     if busy:
@@ -48,7 +50,7 @@ def _refused(
         return (
             "connect.refused",
             Category.NOT_LISTENING,
-            f"{base}; a process holds {held}, so the engine is probably still loading the model",
+            f"{base}; a process holds {held}, {dialect.refused_while_gpu_held}",
         )
     listed = ", ".join(str(i) for i in sorted(indices))
     return (
@@ -88,32 +90,21 @@ def _via(server: str, retry_after: str) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-_WHO_SENT_429 = {
-    "vllm": "vLLM itself never answers 429, so a gateway in front of it limited the request",
-    "tgi": "TGI is overloaded (its --max-concurrent-requests), or a gateway limited the request",
-    "ollama": "Ollama does not answer 429 itself, so a gateway limited the request",
-}
-_WHY_503 = {
-    "vllm": "admission control (--max-num-queued-reqs), elastic-EP scaling, "
-    "or a gateway without a healthy upstream",
-    "tgi": "TGI is unhealthy, or a gateway has no healthy upstream",
-    "ollama": "Ollama's queue is full (OLLAMA_MAX_QUEUE), or a gateway has no healthy upstream",
-}
-
-
 def status_finding(
     *, status: int | None, path: str, error: str, server: str, retry_after: str, engine: str, source: str
 ) -> Finding:
-    """The finding for an HTTP error status on a generation request."""
+    """The finding for an HTTP error status on a generation request; who sends a 429 and
+    why a 503 comes are the engine dialect's words."""
+    dialect = dialect_for(engine)
     seen = f"{error or f'HTTP {status}'} from {path}{_via(server, retry_after)}"
 
     def make(code: str, category: str, evidence: str) -> Finding:
         return Finding(code=code, category=category, severity="degraded", evidence=evidence, source=source)
 
     if status == 429:
-        return make("http.429", Category.HTTP_429, f"{seen}: {_WHO_SENT_429.get(engine, 'rate limited')}")
+        return make("http.429", Category.HTTP_429, f"{seen}: {dialect.who_sent_429}")
     if status == 503:
-        return make("http.503", Category.QUEUE, f"{seen}: {_WHY_503.get(engine, 'unavailable')}")
+        return make("http.503", Category.QUEUE, f"{seen}: {dialect.why_503}")
     if status in (401, 403):
         return make(
             "auth.rejected",
@@ -124,10 +115,10 @@ def status_finding(
         return make(
             "model.not_found", Category.MODEL_MISMATCH, f"{seen}: the model name or the route is wrong"
         )
+    if status is not None and (status >= 500 or status in dialect.failed_generation_statuses):
+        return make("request.failed", Category.SERVER_ERROR, f"{seen}: the engine failed the request")
     if status is not None and status < 500:
         return make(
             "request.rejected", Category.PROBE_ERROR, f"{seen}: the probe's tiny request was rejected"
         )
-    if status is not None and status >= 500:
-        return make("request.failed", Category.SERVER_ERROR, f"{seen}: the engine failed the request")
     return make("request.failed", Category.PROBE_ERROR, f"{seen}: an unexpected answer")

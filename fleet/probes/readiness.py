@@ -1,29 +1,31 @@
 """Is the engine up, and does it serve the model the inventory says?
 
-vLLM: GET /health (200 with an empty body = healthy; 500 up to 0.10, 503 from 0.11 =
-the engine core is dead), GET /v1/models (is served_model_name among the ids?),
-GET /version. TGI: /health (503 = unhealthy) and /info (model_id, version).
-Ollama: /api/version and /api/tags (a model "llama3" is listed as "llama3:latest").
-The three requests of an engine run concurrently; each has the probe's deadline.
+The routes are the engine dialect's (fleet/probes/engines/): the first is the health
+route (vLLM and TGI /health, Ollama /api/version), the others name the served models and
+the version (vLLM /v1/models and /version, TGI /info, Ollama /api/tags). The readiness is
+the first failure of the health route or the model list; a route the dialect marks as
+not required (vLLM's /version) only informs. The health status the dialect lists as a
+dead engine's sets engine_dead. An engine's requests run concurrently; each has the
+probe's deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from fleet.probes.engines import DIALECTS, EngineDialect, ReadinessRoute
 from fleet.probes.fetch import FetchResult, fetch_bounded
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
 
 SMALL_BODY = 1024 * 1024
-DEAD_ENGINE_STATUSES = {500, 503}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,124 +99,75 @@ async def _get(
     )
 
 
+def _read(route: ReadinessRoute, fetch: FetchResult) -> tuple[Mapping[str, Any] | None, RouteCheck]:
+    if route.read is None:
+        return None, _check(route.path, fetch)
+    return _parse(route.path, fetch, route.read)
+
+
 def _result(
-    health: RouteCheck,
-    healthy: bool,
-    models: RouteCheck,
-    ids: list[str] | None,
-    found: bool | None,
-    version: Any,
-    extra: tuple[RouteCheck, ...] = (),
+    dialect: EngineDialect, target: ProbeTarget, checks: list[RouteCheck], read: dict[str, Any]
 ) -> ReadinessResult:
-    checks = (health, models, *extra)
-    first_failure = next((c for c in (health, models) if c.outcome != Outcome.OK), None)
+    health = checks[0]
+    required = [c for c in checks if c.path not in dialect.informative_paths]
+    first_failure = next((c for c in required if c.outcome != Outcome.OK), None)
+    ids = read.get("models")  # None when the model list could not be read
+    version = read.get("version")
+    found = None if ids is None else bool(dialect.model_aliases(target.served_model_name) & set(ids))
     return ReadinessResult(
         outcome=first_failure.outcome if first_failure else Outcome.OK,
-        healthy=healthy,
-        engine_dead=health.status in DEAD_ENGINE_STATUSES,
+        healthy=health.outcome == Outcome.OK,
+        engine_dead=health.status in dialect.dead_health_statuses,
         models=tuple(ids or ()),
         model_found=found,
         version=str(version) if version else None,
         error=first_failure.error if first_failure else "",
-        checks=tuple(c for c in checks if c is not None),
+        checks=tuple(checks),
     )
 
 
-def _found(
-    ids: list[str] | None, wanted: str, aliases: Callable[[str], set[str]] = lambda n: {n}
-) -> bool | None:
-    return None if ids is None else bool(aliases(wanted) & set(ids))
-
-
-async def _vllm(client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits) -> ReadinessResult:
-    health, models, version = await asyncio.gather(
-        _get(client, target, "/health", limits),
-        _get(client, target, "/v1/models", limits, auth=True),
-        _get(client, target, "/version", limits),
-    )
-    ids, models_check = _parse("/v1/models", models, lambda d: [str(card["id"]) for card in d["data"]])
-    number, version_check = _parse("/version", version, lambda d: d["version"])
-    return _result(
-        _check("/health", health),
-        health.ok,
-        models_check,
-        ids,
-        _found(ids, target.served_model_name),
-        number,
-        (version_check,),
-    )
-
-
-async def _tgi(client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits) -> ReadinessResult:
-    health, info = await asyncio.gather(
-        _get(client, target, "/health", limits), _get(client, target, "/info", limits)
-    )
-    data, info_check = _parse(
-        "/info", info, lambda d: {"id": str(d["model_id"]), "version": d.get("version")}
-    )
-    ids = [data["id"]] if data else None
-    version = data["version"] if data else None
-    return _result(
-        _check("/health", health), health.ok, info_check, ids, _found(ids, target.served_model_name), version
-    )
-
-
-def _ollama_aliases(name: str) -> set[str]:
-    return {name, f"{name}:latest"} if ":" not in name else {name}
-
-
-def _ollama_names(data: Any) -> list[str]:
-    return [str(m.get("name") or m["model"]) for m in data["models"]]
-
-
-async def _ollama(client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits) -> ReadinessResult:
-    version, tags = await asyncio.gather(
-        _get(client, target, "/api/version", limits), _get(client, target, "/api/tags", limits)
-    )
-    number, version_check = _parse("/api/version", version, lambda d: d["version"])
-    ids, tags_check = _parse("/api/tags", tags, _ollama_names)
-    return _result(
-        version_check,
-        version_check.outcome == Outcome.OK,
-        tags_check,
-        ids,
-        _found(ids, target.served_model_name, _ollama_aliases),
-        number,
-    )
-
-
-READINESS_BY_ENGINE: dict[
-    str, Callable[[httpx.AsyncClient, ProbeTarget, ProbeLimits], Awaitable[ReadinessResult]]
-] = {
-    "vllm": _vllm,
-    "tgi": _tgi,
-    "ollama": _ollama,
-}
+async def _check_routes(
+    client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, dialect: EngineDialect
+) -> ReadinessResult:
+    routes = dialect.readiness_routes
+    fetched = await asyncio.gather(*(_get(client, target, r.path, limits, auth=r.auth) for r in routes))
+    checks, read = [], {}
+    for route, fetch in zip(routes, fetched, strict=True):
+        data, check = _read(route, fetch)
+        checks.append(check)
+        read.update(data or {})
+    return _result(dialect, target, checks, read)
 
 
 async def check_readiness(
     *, client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits
 ) -> ReadinessResult:
-    """Readiness of one instance by its engine's routes; never raises."""
-    check = READINESS_BY_ENGINE.get(target.engine)
-    if check is None:
+    """Readiness of one instance by its engine's routes; never raises. An engine without a
+    dialect is reported, not asked the vLLM routes."""
+    dialect = DIALECTS.get(target.engine)
+    if dialect is None:
         return ReadinessResult(outcome=Outcome.ERROR, error=f"unknown engine {target.engine!r}")
     try:
-        return await check(client, target, limits)
+        return await _check_routes(client, target, limits, dialect)
     except Exception as exc:  # a bug here must not take the sweep down
         return ReadinessResult(outcome=Outcome.ERROR, error=describe_exception(exc))
 
 
-def readiness_from_health_phases(phases: Any, *, path: str) -> ReadinessResult:
+def readiness_from_health_phases(phases: Any, *, dialect: EngineDialect) -> ReadinessResult:
     """Readiness from the health request the phases were timed on, without the model list
     and version requests: the light check of a large sweep (model_found stays unknown)."""
-    check = RouteCheck(path=path, outcome=phases.outcome, status=phases.status, error=phases.error,
-                       elapsed_s=phases.total_s or 0.0)  # fmt: skip
+    check = RouteCheck(
+        path=dialect.health_path,
+        outcome=phases.outcome,
+        status=phases.status,
+        error=phases.error,
+        elapsed_s=phases.total_s or 0.0,
+    )
     healthy = phases.outcome == Outcome.OK and phases.status == 200
     return ReadinessResult(
         outcome=Outcome.OK if healthy else phases.outcome,
         healthy=healthy,
-        engine_dead=phases.status in DEAD_ENGINE_STATUSES,
+        engine_dead=phases.status in dialect.dead_health_statuses,
         error="" if healthy else phases.error,
         checks=(check,),
     )

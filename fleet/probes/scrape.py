@@ -40,6 +40,7 @@ import httpx
 from prometheus_client.parser import parse_labels, text_string_to_metric_families
 
 from fleet.probes import metric_names as names
+from fleet.probes.engines import dialect_for
 from fleet.probes.fetch import fetch_bounded
 from fleet.probes.histograms import Buckets, bucket_deltas, histogram_quantile
 from fleet.probes.outcomes import Outcome, describe_exception
@@ -274,10 +275,14 @@ def parse_exposition(text: str, *, engine: str, timestamp: float) -> Scrape:
 async def scrape_metrics(
     *, client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits
 ) -> ScrapeResult:
-    """GET /metrics (bounded) and parse it; never raises. Ollama has no /metrics."""
-    if target.engine == "ollama":
-        return ScrapeResult(outcome=Outcome.OK, supported=False, error="Ollama has no /metrics endpoint")
-    fetch = await fetch_bounded(client=client, url=target.url("/metrics"), limits=limits)
+    """GET the dialect's /metrics (bounded) and parse it; never raises. An engine whose
+    dialect has no metrics (Ollama) is not asked: the result says it is not supported."""
+    dialect = dialect_for(target.engine)
+    if not dialect.has_metrics:
+        return ScrapeResult(
+            outcome=Outcome.OK, supported=False, error=f"{dialect.label} has no /metrics endpoint"
+        )
+    fetch = await fetch_bounded(client=client, url=target.url(dialect.metrics_path), limits=limits)
     base = {"status": fetch.status, "elapsed_s": fetch.elapsed_s, "body_bytes": len(fetch.body)}
     if not fetch.ok:
         return ScrapeResult(outcome=fetch.outcome, error=fetch.error_text, **base)

@@ -1,8 +1,10 @@
 """A small streaming generation, timed token by token.
 
-vLLM: OpenAI chat completions over SSE with stream_options.include_usage; TGI:
-/generate_stream (SSE, `details` in the last event); Ollama: /api/chat (NDJSON). The first
-content *or reasoning* delta (`reasoning_content`, `reasoning`, Ollama's `thinking`) is
+The engine's dialect (fleet/probes/engines/) names the route and body and parses each
+chunk into a StreamEvent: vLLM's chat completions over SSE, TGI's /generate_stream (SSE,
+`details` in the last event), Ollama's /api/chat (NDJSON). What is shared lives here:
+splitting the body into lines, SSE framing, the timing and the summary. The first
+content *or reasoning* event (`reasoning_content`, `reasoning`, Ollama's `thinking`) is
 the first token: a reasoning model's TTFT is not its first visible word.
 Output tokens/s = completion tokens / (total − TTFT). Token counts come from the
 engine's usage report, else from the counted token events.
@@ -13,34 +15,19 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
 import httpx
 
-from fleet.probes.error_bodies import error_message, message_from_json
+from fleet.probes.engines import DIALECTS, EngineDialect, StreamEvent
+from fleet.probes.error_bodies import error_message
 from fleet.probes.fetch import deadline_message, httpx_timeout, iter_bounded, read_prefix
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import GarbageResponse, Outcome, describe_exception, outcome_for_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
-
-PROMPT = "Reply with the single word: ok"
-
-
-@dataclass(frozen=True, kw_only=True)
-class StreamEvent:
-    """One parsed chunk of a stream."""
-
-    content: str = ""
-    reasoning: str = ""
-    token: bool = False
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    error: str | None = None
-    done: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,103 +52,6 @@ class StreamResult:
 
     def to_dict(self) -> dict[str, Any]:
         return shallow_dict(self)
-
-
-def _usage(data: dict[str, Any]) -> dict[str, Any]:
-    usage = data.get("usage") or {}
-    return {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens")}
-
-
-def openai_event(data: dict[str, Any]) -> StreamEvent:
-    if "error" in data or data.get("object") == "error":
-        return StreamEvent(error=message_from_json(data) or json.dumps(data)[:300])
-    choice = (data.get("choices") or [{}])[0]
-    delta = choice.get("delta") or {}
-    content = delta.get("content") or ""
-    reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
-    return StreamEvent(
-        content=content,
-        reasoning=reasoning,
-        token=bool(content or reasoning),
-        finish_reason=choice.get("finish_reason"),
-        **_usage(data),
-    )
-
-
-def tgi_event(data: dict[str, Any]) -> StreamEvent:
-    if "error" in data:
-        return StreamEvent(error=message_from_json(data))
-    token = data.get("token") or {}
-    details = data.get("details") or {}
-    return StreamEvent(
-        content=token.get("text") or "",
-        token=bool(token) and not token.get("special"),
-        finish_reason=details.get("finish_reason"),
-        completion_tokens=details.get("generated_tokens"),
-        prompt_tokens=details.get("input_length"),
-        done=bool(details),
-    )
-
-
-def ollama_event(data: dict[str, Any]) -> StreamEvent:
-    if "error" in data:
-        return StreamEvent(error=message_from_json(data))
-    message = data.get("message") or {}
-    content, reasoning = message.get("content") or "", message.get("thinking") or ""
-    done = bool(data.get("done"))
-    return StreamEvent(
-        content=content,
-        reasoning=reasoning,
-        token=bool(content or reasoning),
-        done=done,
-        finish_reason=(data.get("done_reason") or "stop") if done else None,
-        prompt_tokens=data.get("prompt_eval_count") if done else None,
-        completion_tokens=data.get("eval_count") if done else None,
-    )
-
-
-@dataclass(frozen=True)
-class Dialect:
-    path: str
-    body: Callable[[ProbeTarget, int], dict[str, Any]]
-    parse: Callable[[dict[str, Any]], StreamEvent]
-    sse: bool = True
-
-
-def _chat_messages() -> list[dict[str, str]]:
-    return [{"role": "user", "content": PROMPT}]
-
-
-DIALECTS: dict[str, Dialect] = {
-    "vllm": Dialect(
-        "/v1/chat/completions",
-        lambda t, n: {
-            "model": t.served_model_name,
-            "messages": _chat_messages(),
-            "max_tokens": n,
-            "temperature": 0,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        },
-        openai_event,
-    ),
-    "tgi": Dialect(
-        "/generate_stream",
-        lambda t, n: {"inputs": PROMPT, "parameters": {"max_new_tokens": n, "details": True}},
-        tgi_event,
-    ),
-    "ollama": Dialect(
-        "/api/chat",
-        lambda t, n: {
-            "model": t.served_model_name,
-            "messages": _chat_messages(),
-            "stream": True,
-            "options": {"num_predict": n, "temperature": 0},
-        },
-        ollama_event,
-        sse=False,
-    ),
-}
 
 
 async def _lines(response: httpx.Response, max_bytes: int) -> AsyncIterator[str]:
@@ -268,16 +158,18 @@ def _final_outcome(tally: _Tally) -> tuple[Outcome, str]:
     return Outcome.OK, ""
 
 
-async def _consume(response: httpx.Response, dialect: Dialect, tally: _Tally, limits: ProbeLimits) -> None:
+async def _consume(
+    response: httpx.Response, dialect: EngineDialect, tally: _Tally, limits: ProbeLimits
+) -> None:
     async for line in _lines(response, limits.max_body_bytes):
-        payload = _payload(line, dialect.sse)
+        payload = _payload(line, dialect.stream_is_sse)
         if payload is None:
             continue
         if payload == "[DONE]":
             tally.done, tally.ended_at = True, perf_counter()
             return
-        tally.add(dialect.parse(_decode(payload)), perf_counter())
-        if tally.error or (tally.done and not dialect.sse):
+        tally.add(dialect.parse_event(_decode(payload)), perf_counter())
+        if tally.error or (tally.done and not dialect.stream_is_sse):
             return
 
 
@@ -285,16 +177,16 @@ async def _run(
     client: httpx.AsyncClient,
     target: ProbeTarget,
     limits: ProbeLimits,
-    dialect: Dialect,
+    dialect: EngineDialect,
     tally: _Tally,
     seen: dict[str, Any],
 ) -> None:
     request = {
-        "json": dialect.body(target, limits.stream_max_tokens),
+        "json": dialect.stream_body(target, limits.stream_max_tokens),
         "headers": target.auth_headers(),
         "timeout": httpx_timeout(limits),
     }
-    async with client.stream("POST", target.url(dialect.path), **request) as response:
+    async with client.stream("POST", target.url(dialect.stream_path), **request) as response:
         seen.update(
             status=response.status_code,
             server=response.headers.get("server", ""),
@@ -309,7 +201,8 @@ async def _run(
 async def probe_stream(
     *, client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits
 ) -> StreamResult:
-    """Stream a few tokens and time them, within limits.stream_deadline_s; never raises."""
+    """Stream a few tokens and time them, within limits.stream_deadline_s; never raises. An
+    engine without a dialect is reported, not sent a request it may not understand."""
     dialect = DIALECTS.get(target.engine)
     if dialect is None:
         return StreamResult(outcome=Outcome.ERROR, error=f"unknown engine {target.engine!r}")

@@ -66,3 +66,19 @@ def test_the_single_probe_cycle_entry_of_earlier_versions_is_retired():
     PeriodicTask.objects.create(name="probe cycle", task="fleet.probe_cycle", interval=every)
     sync_periodic_tasks()
     assert not PeriodicTask.objects.filter(name="probe cycle").exists()
+
+
+@pytest.mark.django_db
+def test_the_probe_entries_hand_every_kind_s_interval_to_the_probes_and_follow_edits():
+    stream = {t.name: t for t in sync_periodic_tasks()}["probe stream"]
+    assert json.loads(stream.kwargs)["intervals_s"] == {"health": 30, "stream": 60, "metrics": 30, "gpu": 30}
+    stream.interval = IntervalSchedule.objects.create(every=2, period=IntervalSchedule.MINUTES)
+    stream.save()
+    health = {t.name: t for t in sync_periodic_tasks()}["probe health"]
+    assert json.loads(health.kwargs)["intervals_s"]["stream"] == 120
+
+
+@pytest.mark.django_db
+def test_beat_evaluates_the_alert_rules_on_its_own_schedule():
+    entry = {t.name: t for t in sync_periodic_tasks()}["evaluate alerts"]
+    assert (entry.task, entry.interval.every) == ("incidents.evaluate_alerts", 15)

@@ -157,6 +157,17 @@ def test_a_bigger_batch_is_compared_with_the_usual_speed_of_a_bigger_batch():
     assert busy.baselines["engine_tps@8"] == round(1 / 0.017, 3)
 
 
+def test_a_slowdown_that_grows_the_batch_stays_a_drop_until_a_known_batch_is_healthy_again():
+    usual = {"engine_tps@1": 150.0, "engine_tps@1_n": 5}
+    first = judged(derived={"itl_mean_s": 0.05, "num_requests_running": 1.0}, baselines=usual)
+    assert "tps.drop" in codes(first) and first.baselines["engine_tps_dropping"] == 150.0
+    piled_up = judged(derived={"itl_mean_s": 0.06, "num_requests_running": 9.0}, baselines=first.baselines)
+    assert "tps.drop" in codes(piled_up)
+    assert "engine_tps@8" not in piled_up.baselines  # the new batch size is not learnt while slow
+    healthy = judged(derived={"itl_mean_s": 0.0068, "num_requests_running": 1.0}, baselines=first.baselines)
+    assert "tps.drop" not in codes(healthy) and "engine_tps_dropping" not in healthy.baselines
+
+
 def test_no_drop_is_judged_before_the_usual_rate_is_known():
     young = {"stream_tps": 40.0, "stream_tps_n": BASELINE_MIN_SAMPLES["stream_tps"] - 1}
     assert "tps.drop" not in codes(judged(stream=stream(12.0), baselines=young))
