@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from fleet.probes.engines import dialect_for
 from fleet.probes.findings import Category, Finding, Severity, Thresholds
 from fleet.probes.scrape import ScrapeResult
 from fleet.probes.target import ProbeTarget
@@ -152,7 +153,7 @@ def scrape_findings(scrape: ScrapeResult | None) -> list[Finding]:
             _finding(
                 "metrics.missing",
                 Category.METRICS,
-                "/metrics has no engine series (vLLM's --disable-log-stats turns them off)",
+                f"/metrics has no engine series ({dialect_for(scrape.scrape.engine).no_metric_series})",
                 "info",
             )
         ]
