@@ -18,30 +18,30 @@ from typing import Any
 
 import yaml
 
-from core.taxonomy import CATEGORIES
 from fleet.simulator.faults import FaultError, FaultKind, parse_fault
+from fleet.simulator.scenario_clock import DAY_S, ScenarioError, at_seconds, clock_seconds
+from fleet.simulator.scenario_expect import (
+    Expectations,
+    IncidentExpectation,
+    InstanceExpectation,
+    parse_expect,
+)
 from fleet.simulator.spec import InstanceSpec, LoadProfile, SpecError
 from fleet.simulator.spec_mapping import instance_spec_from_mapping, load_profile_from_mapping
 
+__all__ = [
+    "DAY_S", "Expectations", "IncidentExpectation", "InstanceExpectation", "Scenario",
+    "ScenarioError", "ScenarioEvent", "load_scenario", "parse_scenario", "shipped_scenarios",
+]  # fmt: skip
+
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
-_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 _TOP_LEVEL = {
     "name", "description", "time_scale", "clock_start", "end", "instances", "timeline",
     "probe_interval_s", "expect",
 }  # fmt: skip
 _EVENT_KEYS = {"at", "instance", "instances", "load", "fault", "clear_faults", "note"}
 _ACTIONS = ("load", "fault", "clear_faults")
-DAY_S = 24 * 3600
 DEFAULT_PROBE_INTERVAL_S = 30.0
-VERDICTS = ("up", "degraded", "failing", "down")
-_EXPECT_KEYS = {"instances", "incidents"}
-_INSTANCE_EXPECT_KEYS = {"by", "verdict", "finding", "no_finding"}
-_INCIDENTS_KEYS = {"count", "items", "none_for", "reopened_by_other_fault"}
-_INCIDENT_KEYS = {"category", "instances", "host", "by", "min_fired"}
-
-
-class ScenarioError(ValueError):
-    """A scenario file is wrong; the message names the field."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,52 +53,6 @@ class ScenarioEvent:
     fault: dict[str, Any] | None = None
     clear_faults: str | None = None  # a kind, or "all"
     note: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class InstanceExpectation:
-    """By scenario time `by_s`, the instance's verdict is one of `verdicts` (any when
-    empty), `finding` is among its findings, and `no_finding` was never among them."""
-
-    instance: str
-    by_s: float
-    label: str  # the "by" as written
-    verdicts: tuple[str, ...] = ()
-    finding: str | None = None
-    no_finding: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class IncidentExpectation:
-    """An incident of `category` grouping exactly `instances`; host-level when `host` is
-    true (None: either); opened by `by_s` when given; fired at least `min_fired` times."""
-
-    category: str
-    instances: tuple[str, ...]
-    host: bool | None = None
-    by_s: float | None = None
-    label: str = ""
-    min_fired: int = 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class Expectations:
-    instances: tuple[InstanceExpectation, ...] = ()
-    count_min: int | None = None
-    count_max: int | None = None
-    incidents: tuple[IncidentExpectation, ...] = ()
-    none_for: tuple[str, ...] = ()  # instances no incident may touch
-    reopened_by_other_fault: bool | None = None
-
-    @property
-    def empty(self) -> bool:
-        return self == Expectations()
-
-    @property
-    def last_s(self) -> float | None:
-        """The latest time an expectation names: a drill runs until then."""
-        times = [e.by_s for e in self.instances] + [i.by_s for i in self.incidents if i.by_s is not None]
-        return max(times, default=None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +91,7 @@ class Scenario:
 
     def clock_label(self, seconds: float) -> str:
         """A scenario time as the file would write it: a clock time, or HH:MM:SS from the start."""
-        base = 0.0 if self.clock_start is None else _clock_seconds(self.clock_start, field="clock_start")
+        base = 0.0 if self.clock_start is None else clock_seconds(self.clock_start, field="clock_start")
         total = int(round(base + seconds)) % DAY_S
         return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
 
@@ -171,7 +125,7 @@ def parse_scenario(data: Any) -> Scenario:
     name = _required_text(data, "name")
     time_scale = _time_scale(data.get("time_scale", 1))
     clock_start = data.get("clock_start")
-    start_s = None if clock_start is None else _clock_seconds(str(clock_start), field="clock_start")
+    start_s = None if clock_start is None else clock_seconds(str(clock_start), field="clock_start")
     instances, gpu_hosts = _instances(data.get("instances"))
     names = {spec.name for spec in instances}
     timeline = tuple(
@@ -189,13 +143,13 @@ def parse_scenario(data: Any) -> Scenario:
         description=str(data.get("description", "")).strip(),
         time_scale=time_scale,
         clock_start=None if clock_start is None else str(clock_start),
-        end_s=None if end is None else _at_seconds(end, "end", start_s),
+        end_s=None if end is None else at_seconds(end, "end", start_s),
         instances=instances,
         timeline=timeline,
         probe_interval_s=_positive(
             data.get("probe_interval_s", DEFAULT_PROBE_INTERVAL_S), "probe_interval_s"
         ),
-        expect=_expect(data.get("expect"), start_s, names),
+        expect=parse_expect(data.get("expect"), start_s, names),
         gpu_hosts=gpu_hosts or None,
     )
 
@@ -261,7 +215,7 @@ def _event(item: Any, where: str, start_s: float | None, names: set[str]) -> Sce
     if "at" not in item:
         raise ScenarioError(f"{where}.at: is required (seconds from the start, or a clock time like 03:00)")
     return ScenarioEvent(
-        at_s=_at_seconds(item["at"], f"{where}.at", start_s),
+        at_s=at_seconds(item["at"], f"{where}.at", start_s),
         label=str(item["at"]),
         targets=_targets(item, where, names),
         load=_event_load(item, where),
@@ -269,28 +223,6 @@ def _event(item: Any, where: str, start_s: float | None, names: set[str]) -> Sce
         clear_faults=_event_clear(item, where),
         note=str(item.get("note", "")),
     )
-
-
-def _at_seconds(value: Any, where: str, start_s: float | None) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if value < 0:
-            raise ScenarioError(f"{where}: must be >= 0, got {value!r}")
-        return float(value)
-    if isinstance(value, str) and _CLOCK.match(value):
-        if start_s is None:
-            raise ScenarioError(f"{where}: a clock time needs clock_start at the top of the file")
-        return (_clock_seconds(value, field=where) - start_s) % DAY_S
-    raise ScenarioError(f"{where}: expected seconds (a number) or a clock time like 03:00, got {value!r}")
-
-
-def _clock_seconds(text: str, *, field: str) -> float:
-    match = _CLOCK.match(text)
-    if not match:
-        raise ScenarioError(f"{field}: expected a clock time like 02:50 or 02:58:32, got {text!r}")
-    hours, minutes, seconds = int(match[1]), int(match[2]), int(match[3] or 0)
-    if hours > 23 or minutes > 59 or seconds > 59:
-        raise ScenarioError(f"{field}: {text!r} is not a time of day")
-    return float(hours * 3600 + minutes * 60 + seconds)
 
 
 def _targets(item: Mapping[str, Any], where: str, names: set[str]) -> tuple[str, ...]:
@@ -336,137 +268,3 @@ def _event_clear(item: Mapping[str, Any], where: str) -> str | None:
     if isinstance(value, str) and value in FaultKind.__members__.values():
         return value
     raise ScenarioError(f"{where}.clear_faults: expected true, all, or a fault kind, got {value!r}")
-
-
-# -- expect: what a drill checks (incidents/drills/) ----------------------------------------
-
-
-def _expect(value: Any, start_s: float | None, names: set[str]) -> Expectations:
-    if value is None:
-        return Expectations()
-    _mapping(value, "expect", _EXPECT_KEYS)
-    per_instance = value.get("instances") or {}
-    if not isinstance(per_instance, Mapping):
-        raise ScenarioError("expect.instances: expected a mapping of instance name to a list of checks")
-    checks = []
-    for name, items in per_instance.items():
-        where = f"expect.instances.{name}"
-        if name not in names:
-            raise ScenarioError(f"{where}: no instance named {name!r}; instances: {', '.join(sorted(names))}")
-        if not isinstance(items, list) or not items:
-            raise ScenarioError(f"{where}: expected a list of checks like {{by: '00:01:30', verdict: down}}")
-        checks += [_instance_check(item, f"{where}[{i}]", name, start_s) for i, item in enumerate(items)]
-    incidents = value.get("incidents") or {}
-    _mapping(incidents, "expect.incidents", _INCIDENTS_KEYS)
-    count_min, count_max = _count(incidents.get("count"))
-    reopened = incidents.get("reopened_by_other_fault")
-    if reopened is not None and not isinstance(reopened, bool):
-        raise ScenarioError(
-            f"expect.incidents.reopened_by_other_fault: expected true or false, got {reopened!r}"
-        )
-    return Expectations(
-        instances=tuple(sorted(checks, key=lambda c: (c.by_s, c.instance))),
-        count_min=count_min,
-        count_max=count_max,
-        incidents=tuple(
-            _incident_check(item, f"expect.incidents.items[{i}]", start_s, names)
-            for i, item in enumerate(incidents.get("items") or [])
-        ),
-        none_for=_names(incidents.get("none_for", []), "expect.incidents.none_for", names),
-        reopened_by_other_fault=reopened,
-    )
-
-
-def _mapping(value: Any, where: str, known: set[str]) -> None:
-    if not isinstance(value, Mapping):
-        raise ScenarioError(f"{where}: expected a mapping with {', '.join(sorted(known))}")
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise ScenarioError(f"{where}.{unknown[0]}: unknown field; known fields: {', '.join(sorted(known))}")
-
-
-def _instance_check(item: Any, where: str, name: str, start_s: float | None) -> InstanceExpectation:
-    _mapping(item, where, _INSTANCE_EXPECT_KEYS)
-    if "by" not in item:
-        raise ScenarioError(f"{where}.by: is required (seconds from the start, or a clock time like 03:00)")
-    verdicts = item.get("verdict", [])
-    verdicts = [verdicts] if isinstance(verdicts, str) else verdicts
-    if not isinstance(verdicts, list) or not all(v in VERDICTS for v in verdicts):
-        raise ScenarioError(
-            f"{where}.verdict: expected one of {', '.join(VERDICTS)} or a list of them, "
-            f"got {item['verdict']!r}"
-        )
-    if not verdicts and "finding" not in item and "no_finding" not in item:
-        raise ScenarioError(f"{where}: needs verdict, finding or no_finding")
-    return InstanceExpectation(
-        instance=name,
-        by_s=_at_seconds(item["by"], f"{where}.by", start_s),
-        label=str(item["by"]),
-        verdicts=tuple(verdicts),
-        finding=_category(item.get("finding"), f"{where}.finding"),
-        no_finding=_category(item.get("no_finding"), f"{where}.no_finding"),
-    )
-
-
-def _incident_check(item: Any, where: str, start_s: float | None, names: set[str]) -> IncidentExpectation:
-    _mapping(item, where, _INCIDENT_KEYS)
-    category = _category(item.get("category"), f"{where}.category")
-    if category is None:
-        raise ScenarioError(f"{where}.category: is required")
-    host = item.get("host")
-    if host is not None and not isinstance(host, bool):
-        raise ScenarioError(f"{where}.host: expected true or false, got {host!r}")
-    min_fired = item.get("min_fired", 1)
-    if isinstance(min_fired, bool) or not isinstance(min_fired, int) or min_fired < 1:
-        raise ScenarioError(f"{where}.min_fired: expected an integer >= 1, got {min_fired!r}")
-    by = item.get("by")
-    return IncidentExpectation(
-        category=category,
-        instances=_names(item.get("instances"), f"{where}.instances", names, required=True),
-        host=host,
-        by_s=None if by is None else _at_seconds(by, f"{where}.by", start_s),
-        label="" if by is None else str(by),
-        min_fired=min_fired,
-    )
-
-
-def _category(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if value not in CATEGORIES:
-        raise ScenarioError(f"{where}: unknown category {value!r}; see core/taxonomy.py")
-    return str(value)
-
-
-def _names(value: Any, where: str, names: set[str], *, required: bool = False) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(n, str) for n in value) or (required and not value):
-        raise ScenarioError(f"{where}: expected a list of instance names")
-    missing = sorted(set(value) - names)
-    if missing:
-        raise ScenarioError(
-            f"{where}: no instance named {missing[0]!r}; instances: {', '.join(sorted(names))}"
-        )
-    return tuple(value)
-
-
-def _count(value: Any) -> tuple[int | None, int | None]:
-    """count: N, or {min: N, max: M} (either may be left out)."""
-
-    def number(v: Any, where: str) -> int | None:
-        if v is None:
-            return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ScenarioError(f"{where}: expected an integer >= 0, got {v!r}")
-        return v
-
-    if isinstance(value, Mapping):
-        _mapping(value, "expect.incidents.count", {"min", "max"})
-        low, high = (
-            number(value.get("min"), "expect.incidents.count.min"),
-            number(value.get("max"), "expect.incidents.count.max"),
-        )
-        if low is not None and high is not None and low > high:
-            raise ScenarioError(f"expect.incidents.count: min {low} is above max {high}")
-        return low, high
-    exact = number(value, "expect.incidents.count")
-    return exact, exact
