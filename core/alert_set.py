@@ -36,7 +36,7 @@ GUIDE_ALERTS: tuple[GuideAlert, ...] = (
         key="kv_cache_high", generator_key="kv", alertname="VLLMKVCacheNearFull",
         name="KV cache full with requests waiting", signal="kv_pressure", threshold=0.5,
         for_seconds=120, category="oom.kv_pressure", severity="major",
-        prometheus_severity="critical", guide_threshold="0.95",
+        prometheus_severity="critical", guide_threshold="0.9",
         description="The probes' KV rule: usage above the threshold and requests waiting or "
         "preempted. High usage alone is the cache doing its job and fires nothing.",
     ),

@@ -62,7 +62,7 @@ class ProbeSettings(models.Model):
         default=0.95,
         validators=[MinValueValidator(0.1), MaxValueValidator(1.0)],
     )
-    kv_cache_usage = models.FloatField("KV cache usage above (with waiting or preemptions)", default=0.95)
+    kv_cache_usage = models.FloatField("KV cache usage above (with waiting or preemptions)", default=0.9)
     temperature_c = models.PositiveIntegerField("GPU temperature hint above (°C)", default=85)
     sm_utilization_pct = models.PositiveIntegerField("SM utilization above (%) → saturated", default=95)
     ttft_p95_s = models.FloatField("TTFT p95 above (s)", default=5.0)

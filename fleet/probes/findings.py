@@ -57,7 +57,9 @@ class Thresholds:
     decode_gap_s: float = 10.0  # Total − TTFB (or − TTFT) large → TPS
     waiting: float = 10  # waiting > 10 → backlog
     running_fraction: float = 0.95  # running ≥ 95 % of max_num_seqs → batch full
-    kv_cache_usage: float = 0.95  # only with waiting or preemptions (corrections #11)
+    # KV pressure: usage above this AND requests waiting or preempted (corrections #11). A
+    # long prompt waits for its blocks with the cache 90-95 % full, so 0.9, not 0.95.
+    kv_cache_usage: float = 0.9
     # KV pressure: more than this many waiting (or any preemption). A request or two waits
     # for a moment between engine steps on any busy server; a full cache makes the queue grow.
     kv_min_waiting: float = 5

@@ -10,9 +10,9 @@ it holds the rules that need more than one kind:
   running or waiting, and no probe of ours got a token either (vLLM issues #39863 and
   #36451: replicas dead for hours behind a green health check);
 - a generation-speed drop against the instance's own usual tokens/s per request (a TPS
-  finding), read from the engine's inter-token latency where it exports one (thousands
-  of tokens a window) and from our stream probe elsewhere, with throttling named as its
-  cause when NVML shows throttle reasons on its GPUs.
+  finding), read from the engine's inter-token latency (thousands of tokens a window,
+  compared at a similar batch size) and, for engines without /metrics (Ollama), from our
+  stream probe, with throttling named as its cause when NVML shows throttle reasons.
 """
 
 from __future__ import annotations
@@ -182,6 +182,8 @@ def _rates(parts: ProbeParts) -> tuple[str, float | None]:
     if engine is not None or "itl_mean_s" in parts.derived:
         band = _batch_band(parts.derived.get("num_requests_running", 0.0))
         return f"engine_tps@{band}", engine
+    if parts.scrape_result is not None and parts.scrape_result.supported:
+        return "engine_tps@1", None  # an engine with metrics, unread now: no judgement
     return "stream_tps", _stream_tps(parts)
 
 
