@@ -238,6 +238,9 @@ def probed():
         for engine, case in CASES:
             if case in FAULTS:
                 sim.inject(_name(engine, case), FAULTS[case](engine))
+        for engine, case in CASES:
+            if case == "refused":  # the port closes a moment after the fault: wait for it
+                sim.wait_listening(_name(engine, case), listening=False)
         yield asyncio.run(_probe_all(targets))
 
 
