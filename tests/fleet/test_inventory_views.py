@@ -292,3 +292,34 @@ def test_an_sre_adds_a_gateway_in_front_of_instances_and_deletes_it(sre_client):
     assert "Nothing else depends on it" in page
     sre_client.post(reverse("fleet:gateway-delete", args=[gateway.pk]))
     assert not Gateway.objects.exists() and Instance.objects.exists()
+
+
+def _links(content: str) -> list[str]:
+    """The hrefs of the sort and page links as the page writes them (HTML-unescaped)."""
+    found = re.findall(r'<a (?:class="[^"]*" )?href="(\?[^"]*)"[^>]*hx-get="(\?[^"]*)"', content)
+    return [href.replace("&amp;", "&") for href, hx in found if href == hx]
+
+
+@pytest.mark.parametrize("url_name", LIST_URLS)
+def test_every_sort_and_page_link_is_a_plain_query_string_that_works(viewer_client, url_name):
+    host = make_host(name="links-host")
+    for i in range(30):
+        if url_name == "fleet:gpu-list":
+            make_gpu(host, index=i)
+        if url_name == "fleet:host-list":
+            make_host(name=f"node-{i:02d}")
+        if url_name == "fleet:instance-list":
+            make_instance(host, name=f"inst-{i:02d}", base_url=f"http://10.0.0.1:{8000 + i}")
+        if url_name == "fleet:gateway-list":
+            make_gateway(name=f"gw-{i:02d}")
+    url = reverse(url_name)
+    content = viewer_client.get(url).content.decode()
+    links = _links(content)
+    assert links and all(link.startswith("?") and not link.startswith("??") for link in links), links
+    for link in links:
+        response = viewer_client.get(url + link)
+        assert response.status_code == 200, link
+    descending = next(link for link in links if "sort=-" in link)
+    assert 'aria-sort="descending"' in viewer_client.get(url + descending).content.decode()
+    next_page = next(link for link in _links(content) if "page=2" in link)
+    assert "Page 2 of 2" in viewer_client.get(url + next_page).content.decode()
