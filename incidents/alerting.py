@@ -75,7 +75,8 @@ def evaluate(
                     lifecycle.alert_cleared(
                         key=record.incident.dedup_key,
                         at=now,
-                        text=f"{rule.name} cleared on {instance.name} (value {record.value}).",
+                        text=f"{rule.name} cleared on {instance.name}"
+                        + (f" (value {record.value:.3g})." if record.value is not None else "."),
                         others_firing=others.exclude(pk=record.pk).exists(),
                     )
                 counts["resolved"] += 1
@@ -141,7 +142,7 @@ def _fire(
         source=source,
         at=now,
         started_at=record.active_since or now,
-        text=f"{rule.name} fired on {instance.name}: {rule.signal} = {record.value:g} "
+        text=f"{rule.name} fired on {instance.name}: {rule.signal} = {record.value:.3g} "
         f"({rule.get_comparison_display()} {rule.threshold:g} for {rule.for_seconds} s)"
         + (f"; cause: {label(category)}." if evidence else "."),
         instances=[instance],

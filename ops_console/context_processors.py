@@ -1,19 +1,22 @@
 from core.roles import Role, has_role
 
+# (label, URL name, key, the least role that can use the page): each role sees only the
+# sections it can open. Viewers read the fleet, incidents, troubleshooting trees and drills;
+# the engineer's tools (sizing, config generators, log triage) need the engineer role.
 NAVIGATION = [
-    ("Fleet", "fleet:overview", "fleet"),
-    ("Incidents", "incidents:index", "incidents"),
-    ("Troubleshoot", "diagnostics:troubleshoot", "troubleshoot"),
-    ("Sizing", "diagnostics:sizing", "sizing"),
-    ("Configs", "diagnostics:configs", "configs"),
-    ("Drills", "drills:index", "drills"),
+    ("Fleet", "fleet:overview", "fleet", Role.VIEWER),
+    ("Incidents", "incidents:index", "incidents", Role.VIEWER),
+    ("Troubleshoot", "diagnostics:troubleshoot", "troubleshoot", Role.VIEWER),
+    ("Sizing", "diagnostics:sizing", "sizing", Role.ENGINEER),
+    ("Configs", "diagnostics:configs", "configs", Role.ENGINEER),
+    ("Drills", "drills:index", "drills", Role.VIEWER),
 ]
 
 
 def console(request):
     user = getattr(request, "user", None)
     return {
-        "navigation": NAVIGATION,
+        "navigation": [(label, name, key) for label, name, key, role in NAVIGATION if has_role(user, role)],
         "can_edit": has_role(user, Role.SRE),
         "can_use_tools": has_role(user, Role.ENGINEER),
     }

@@ -10,9 +10,10 @@ pytestmark = pytest.mark.django_db
 ASSET_RE = re.compile(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"')
 
 
-def test_the_navigation_has_every_section(viewer_client):
-    content = viewer_client.get(reverse("home")).content.decode()
-    for label in ["Fleet", "Incidents", "Troubleshoot", "Sizing", "Configs"]:
+def test_the_navigation_has_every_section_for_an_engineer(client, cast):
+    client.force_login(cast.engineer)
+    content = client.get(reverse("home")).content.decode()
+    for label in ["Fleet", "Incidents", "Troubleshoot", "Sizing", "Configs", "Drills"]:
         assert f">{label}</a>" in content
 
 
