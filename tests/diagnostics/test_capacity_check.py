@@ -106,7 +106,10 @@ def test_findings_show_on_the_instance_page_and_the_fleet_overview(client, cast)
     capacity_service.check_fleet()
     client.force_login(cast.viewer)
     page = client.get(instance.get_absolute_url()).content.decode()
-    assert "Prompts of 30,500 tokens" in page and "Size this instance" in page
+    assert "Prompts of 30,500 tokens" in page and "Size this instance" not in page  # a viewer's page
+    client.force_login(cast.engineer)
+    assert "Size this instance" in client.get(instance.get_absolute_url()).content.decode()
+    client.force_login(cast.viewer)
     overview = client.get("/fleet/").content.decode()
     assert (
         "Capacity findings" in overview
