@@ -111,6 +111,10 @@ class Incident(models.Model):
     def time_to_resolve(self) -> timedelta | None:
         return self.resolved_at - self.started_at if self.resolved_at else None
 
+    @property
+    def time_to_mitigate(self) -> timedelta | None:
+        return self.mitigated_at - self.started_at if self.mitigated_at else None
+
 
 class TimelineEntry(models.Model):
     class Kind(models.TextChoices):

@@ -193,3 +193,20 @@ def test_the_postmortem_says_who_acknowledged_and_gives_times_for_people(viewer_
     text = viewer_client.get(reverse("incidents:postmortem", args=[item.pk])).content.decode()
     assert "- Acknowledged: 2026-12-03 03:04:12 UTC by sam; resolved: 2026-12-03 05:05:00 UTC" in text
     assert "- Time to acknowledge: 4 min 12 s" in text and "- Time to resolve: 2 h 5 min" in text
+
+
+def test_a_mitigated_incident_says_how_long_it_took_to_mitigate_not_how_long_it_is_open(viewer_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from incidents.models import Incident
+
+    started = timezone.now() - timedelta(hours=2)
+    Incident.objects.create(
+        title="KV pressure on chat-a", category="oom.kv_pressure", severity="major", status="mitigated",
+        started_at=started, detected_at=started, mitigated_at=started + timedelta(minutes=9, seconds=20),
+        dedup_key="instance:1:oom.kv_pressure",
+    )  # fmt: skip
+    content = viewer_client.get("/incidents/").content.decode()
+    assert "mitigated after 9 min 20 s" in content and "2 h" not in content

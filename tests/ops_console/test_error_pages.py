@@ -52,3 +52,8 @@ def test_a_server_error_page_renders_without_a_request_or_context():
 
     html = render_to_string("500.html")
     assert "The console failed on this page" in html and 'href="/healthz"' in html
+
+
+def test_the_browser_s_favicon_request_finds_the_icon(client):
+    response = client.get("/favicon.ico", follow=True)
+    assert response.status_code == 200 and response.redirect_chain[0][0].endswith("favicon.svg")
