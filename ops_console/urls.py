@@ -1,8 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.templatetags.static import static
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from diagnostics import urls as diagnostics_urls
@@ -17,8 +15,7 @@ fleet_patterns = [path("", overview.overview, name="overview"), *fleet_urls.urlp
 
 urlpatterns = [
     path("", views.home, name="home"),
-    # Browsers ask for /favicon.ico whatever the page's <link rel="icon"> says.
-    path("favicon.ico", RedirectView.as_view(url=static("ops_console/favicon.svg"), permanent=True)),
+    path("favicon.ico", views.favicon),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

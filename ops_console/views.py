@@ -1,5 +1,6 @@
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -21,6 +22,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
         "checks": {"database": database.as_dict(), "broker": broker.as_dict(), "worker": worker},
     }
     return JsonResponse(body, status=200 if ok else 503)
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico whatever the page's <link rel="icon"> says. The static
+    URL is looked up per request: in production it needs collectstatic's manifest."""
+    return redirect(static("ops_console/favicon.svg"), permanent=True)
 
 
 @role_required(Role.VIEWER)
