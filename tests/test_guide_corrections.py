@@ -1,12 +1,15 @@
 """Citations of the guide's corrections resolve inside the repository.
 
 Comments, docstrings and shipped texts cite the corrections to the operations guide as
-"seed-notes #N" (older form), "corrections #N" or lists such as "seed-notes #5, #11" and
-"seed-notes #3 and #4"; a paragraph that names seed-notes/corrections may also cite bare
-"(#N)". Every N must have a section "## N." in docs/guide-corrections.md, and its table
-"Where each correction is applied" must list the files that cite it. No source file may
-point at a path outside the repository (the reference notes the corrections were written
-from are not shipped). Plain file reading, no database.
+"corrections #N" or lists such as "corrections #5, #11" and "corrections #3 and #4"; a
+paragraph that names the corrections may also cite bare "(#N)" (docs/guide-corrections.md,
+"How citations work"). Every N must have a section "## N." there, and its table "Where each
+correction is applied" must list the files that cite it.
+
+No source file may point at what lies beside the checkout: the workspace's other folders
+and the files in them are not shipped, so a comment resting on them is written into
+docs/ and cites that. Which names those are is read from the checkout's parent folder, not
+written here. Plain file reading, no database.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import os
 import re
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "guide-corrections.md"
@@ -35,23 +40,27 @@ CITING_SUFFIXES = {".py", ".yaml", ".yml", ".html", ".md"}
 SOURCE_SUFFIXES = CITING_SUFFIXES | {".txt", ".toml", ".cfg", ".ini", ".sh", ".js", ".css"}
 SOURCE_NAMES = frozenset({"Makefile", "Dockerfile", "Procfile"})
 
-# "seed-notes #3", "Seed-notes #3", "corrections #3", "seed-notes #5, #10, #11", "#3 and #4"
-CITATION = re.compile(
-    r"\b(?:seed-notes|corrections)'?\s+#(\d+)((?:\s*(?:,|;|/|&|\band\b|\bor\b)\s*#\d+)*)", re.IGNORECASE
-)
-# "seed-notes apply: ... (#11); ... (#10)": bare numbers in a paragraph naming the notes.
+# "corrections #3", "Corrections #3", "corrections #5, #10, #11", "corrections #3 and #4"
+CITATION = re.compile(r"\bcorrections'?\s+#(\d+)((?:\s*(?:,|;|/|&|\band\b|\bor\b)\s*#\d+)*)", re.IGNORECASE)
+# "the corrections apply: ... (#11); ... (#10)": bare numbers in a paragraph naming them.
 # One to three digits only, so "vllm#39863" and "(#25350)" issue numbers never count.
-NAMES_THE_NOTES = re.compile(r"\b(?:seed-notes|corrections)\b", re.IGNORECASE)
+NAMES_THE_NOTES = re.compile(r"\bcorrections\b", re.IGNORECASE)
 BARE = re.compile(r"\(#(\d{1,3})\b")
 NUMBER = re.compile(r"#(\d+)")
 
-OUTSIDE = re.compile(
-    r"shared/(?:reference|seed)\b"
-    r"|\.\./shared\b"
-    r"|/work/shared\b"
-    r"|000_ad9eba50fb6f0d16"
-    r"|(?<![\w./-])(?:seed-notes|vllm|sizing|django-anchors)\.md\b"
-)
+
+def outside_names() -> list[str]:
+    """What lies beside the checkout, as a source file would name it: each sibling folder
+    with each of its entries ("<folder>/<entry>") and the files one level inside them."""
+    names = []
+    siblings = (p for p in ROOT.parent.iterdir() if p.is_dir() and p != ROOT and not p.name.startswith("."))
+    for sibling in sorted(siblings):
+        for entry in sorted(sibling.iterdir()):
+            names.append(f"{sibling.name}/{entry.name}")
+            if entry.is_dir():
+                names += [f.name for f in sorted(entry.iterdir()) if f.is_file()]
+    return names
+
 
 SECTION = re.compile(r"^## (\d+)\. \S", re.MULTILINE)
 TABLE_TITLE = "## Where each correction is applied"
@@ -106,8 +115,8 @@ def table_rows() -> dict[int, str]:
 
 def test_the_citation_finder_reads_every_form_in_use():
     sample = (
-        "(seed-notes #5, #10, #11, #14) seed-notes #3 and #4; Seed-notes #1: x (corrections #2)\n"
-        "seed-notes apply: usage alone (#12); vllm#39863 and (#25350) are issues\n"
+        "(corrections #5, #10, #11, #14) corrections #3 and #4; Corrections #1: x (corrections #2)\n"
+        "the corrections apply: usage alone (#12); vllm#39863 and (#25350) are issues\n"
     )
     numbers = {int(n) for m in CITATION.finditer(sample) for n in [m.group(1), *NUMBER.findall(m.group(2))]}
     numbers |= {int(n) for n in BARE.findall(sample)}
@@ -147,11 +156,15 @@ def test_the_table_lists_the_files_that_cite_each_correction():
 
 
 def test_no_source_file_points_outside_the_repository():
+    names = outside_names()
+    if not names:
+        pytest.skip("nothing lies beside this checkout to be cited")
+    outside = re.compile("|".join(rf"(?<![\w.-]){re.escape(name)}(?![\w-])" for name in names))
     found = []
     for path in source_files(SOURCE_SUFFIXES, SOURCE_NAMES):
         rel = path.relative_to(ROOT).as_posix()
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            if OUTSIDE.search(line):
+            if outside.search(line):
                 found.append(f"{rel}:{number}: {line.strip()}")
     assert not found, "paths outside the repository (cite docs/guide-corrections.md instead):\n" + "\n".join(
         found
