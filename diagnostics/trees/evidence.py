@@ -1,7 +1,10 @@
 """Answers a walkthrough can take from live data: probe conditions, read from an instance's
 latest probe results and the findings the classifier stored with their evidence
 ("TTFB 7.2 s > 5 s, so TTFT"). A condition is true when a finding of its category is there,
-false when a probe kind that would have found it ran and did not, unknown otherwise."""
+false when a probe kind that would have found it ran and did not, unknown otherwise.
+
+A condition reads the findings it names in MATCHES (finding codes or taxonomy categories);
+a condition not listed there reads the findings of the category of its own name."""
 
 from __future__ import annotations
 
@@ -28,7 +31,28 @@ CONDITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "gpu.xid": ("XID errors on the GPU", ("gpu",)),
     "gpu.ecc": ("ECC errors on the GPU", ("gpu",)),
 }
-_UNREACHABLE = {"timeout.connect", "timeout.network", "process.engine_dead"}
+# Where a condition's name is not the category of its findings (the probes' categories
+# are taxonomy keys; the trees ask finer or coarser questions): codes or categories.
+MATCHES: dict[str, frozenset[str]] = {
+    "timeout.connect": frozenset({"timeout.connect", "network.tls", "connect.refused", "process.gone"}),
+    "errors.requests": frozenset({"requests.failing"}),
+    "process.gone": frozenset({"process.gone"}),
+    "process.hung": frozenset({"process.hung", "process.unresponsive"}),
+    "gpu.thermal": frozenset({"gpu.thermal", "gpu.hot"}),
+    "gpu.power": frozenset({"gpu.power_brake", "gpu.power_cap"}),
+    "gpu.saturated": frozenset({"gpu.saturated"}),
+    "gpu.xid": frozenset({"gpu.xid"}),
+    "gpu.ecc": frozenset({"gpu.ecc"}),
+}
+# Findings that mean the engine did not answer its health route.
+_UNREACHABLE = frozenset(
+    {"timeout.connect", "timeout.network", "network.tls", "process.not_started", "process.unresponsive",
+     "process.engine_dead", "server.5xx"}
+)  # fmt: skip
+
+
+def _matches(finding: dict[str, Any], names: frozenset[str]) -> bool:
+    return finding.get("code") in names or finding.get("category") in names
 
 
 @dataclass(frozen=True)
@@ -50,11 +74,11 @@ def read(condition: str, *, findings: list[dict[str, Any]], measured: set[str]) 
 def _read(name: str, findings: list[dict[str, Any]], measured: set[str]) -> Reading:
     label, kinds = CONDITIONS[name]
     if name == "reachable":
-        down = [f for f in findings if f.get("category") in _UNREACHABLE]
+        down = [f for f in findings if f.get("category") in _UNREACHABLE and f.get("source") == "readiness"]
         if down:
             return Reading(False, down[0].get("evidence") or "the health probe failed")
         return Reading(True, "the health probe got an answer") if "health" in measured else Reading(None, "")
-    hits = [f for f in findings if f.get("category") == name]
+    hits = [f for f in findings if _matches(f, MATCHES.get(name, frozenset({name})))]
     if hits:
         return Reading(True, "; ".join(f.get("evidence", "") for f in hits if f.get("evidence")) or label)
     if measured & set(kinds):

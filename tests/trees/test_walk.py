@@ -64,3 +64,32 @@ def test_the_engineer_may_override_a_probe_answer():
 def test_an_answer_that_does_not_exist_stops_the_walk_with_a_reason():
     result = walk(trees(), "mini", [5])
     assert "has no answer 6" in result.problem and result.current.id == "slow"
+
+
+def test_probe_conditions_read_the_findings_the_probes_really_make():
+    """The probes' findings carry taxonomy categories (a refused port is process.not_started,
+    an XID cuda.xid); the trees' conditions still read them right."""
+    from diagnostics.trees.evidence import read
+    from fleet.probes.classify import classify
+    from fleet.probes.findings import Thresholds
+    from fleet.probes.gpu import GpuProbeResult
+    from fleet.probes.outcomes import Outcome
+    from fleet.probes.readiness import ReadinessResult, RouteCheck
+    from tests.probes.engines import make_target
+    from tests.probes.gpus import gpu, reading
+
+    check = RouteCheck(path="/health", outcome=Outcome.REFUSED, error="refused")
+    refused = ReadinessResult(outcome=Outcome.REFUSED, error="refused", checks=(check,))
+    xid = GpuProbeResult(outcome=Outcome.OK, reading=reading(gpu(0, xid_errors=(79,))))
+    failing = {"requests_per_s": 2.0, "request_errors_per_s": 1.0}
+    made = classify(
+        readiness=refused, phases=None, stream=None, derived=failing, gpus=xid,
+        target=make_target("http://10.0.0.5:8000"), thresholds=Thresholds(), gpu_indices=[0],
+    )  # fmt: skip
+    findings = [f.to_dict() for f in made.findings]
+    measured = {"health", "metrics", "gpu"}
+    assert read("reachable", findings=findings, measured=measured).value is False
+    assert read("timeout.connect", findings=findings, measured=measured).value is True
+    assert read("gpu.xid", findings=findings, measured=measured).value is True
+    assert read("errors.requests", findings=findings, measured=measured).value is True
+    assert read("gpu.thermal", findings=findings, measured=measured).value is False
