@@ -14,7 +14,7 @@ from diagnostics.sizing import versions
 from diagnostics.sizing.architecture import ConfigError
 from diagnostics.sizing.calculator import SizingSpec
 from diagnostics.sizing.catalog import MAX_CONFIG_BYTES, entry_from_upload
-from diagnostics.sizing.figures import GiB
+from diagnostics.sizing.spec_values import spec_from_values
 from fleet import gpu_catalog
 from fleet.models import DType
 
@@ -104,31 +104,7 @@ class SizingForm(forms.Form):
     def spec(self) -> SizingSpec:
         """The calculator's input; call after is_valid()."""
         data = self.cleaned_data
-        quantization = data.get("quantization") or None
-        return SizingSpec(
-            arch=self.specs[data["model"]].architecture(),
-            gpu=gpu_catalog.get(data["gpu"]),
-            gpus=data["gpus"],
-            tensor_parallel_size=data.get("tensor_parallel_size"),
-            pipeline_parallel_size=data.get("pipeline_parallel_size") or 1,
-            gpu_memory_utilization=data.get("gpu_memory_utilization"),
-            max_model_len=data.get("max_model_len"),
-            max_num_seqs=data.get("max_num_seqs"),
-            max_num_batched_tokens=data.get("max_num_batched_tokens"),
-            dtype=data.get("dtype") or "auto",
-            quantization="" if quantization == "none" else quantization,
-            kv_cache_dtype=data.get("kv_cache_dtype") or "auto",
-            block_size=data.get("block_size"),
-            avg_prompt_tokens=_or(data.get("avg_prompt_tokens"), 1500),
-            avg_output_tokens=_or(data.get("avg_output_tokens"), 500),
-            vllm_version=data["vllm_version"],
-            other_used_bytes=(data.get("other_used_gib") or 0) * GiB,
-            enforce_eager=bool(data.get("enforce_eager")),
-        )
-
-
-def _or(value: int | None, default: int) -> int:
-    return default if value is None else value
+        return spec_from_values(data, arch=self.specs[data["model"]].architecture())
 
 
 class ConfigUploadForm(forms.Form):

@@ -13,7 +13,7 @@ import plotly.io as pio
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import calculator, catalog, kv_cache, versions
 from diagnostics.sizing.catalog import CatalogEntry
-from fleet import gpu_catalog
+from diagnostics.sizing.spec_values import spec_from_values
 from fleet.models import Instance
 
 _SIZING_VERSIONS = [value for value, _ in versions.VERSION_CHOICES]
@@ -75,23 +75,7 @@ def spec_for_instance(
     if missing:
         return None, params.get("model", ""), missing
     by_key = {spec.key: spec for spec in (specs if specs is not None else ModelSpec.objects.all())}
-    quantization = params.get("quantization")
-    spec = calculator.SizingSpec(
-        arch=by_key[params["model"]].architecture(),
-        gpu=gpu_catalog.get(params["gpu"]),
-        gpus=params["gpus"],
-        tensor_parallel_size=params["tensor_parallel_size"],
-        pipeline_parallel_size=params["pipeline_parallel_size"],
-        gpu_memory_utilization=params["gpu_memory_utilization"],
-        max_model_len=params.get("max_model_len"),
-        max_num_seqs=params.get("max_num_seqs"),
-        max_num_batched_tokens=params.get("max_num_batched_tokens"),
-        dtype=params.get("dtype", "auto"),
-        quantization=None if quantization in (None, "none") else quantization,
-        kv_cache_dtype=params["kv_cache_dtype"],
-        vllm_version=params.get("vllm_version") or versions.DEFAULT_VERSION,
-    )
-    return spec, params["model"], []
+    return spec_from_values(params, arch=by_key[params["model"]].architecture()), params["model"], []
 
 
 def size_spec(spec: calculator.SizingSpec) -> calculator.Sizing:

@@ -107,18 +107,17 @@ STALE_FLOOR = timedelta(seconds=90)
 
 def stored_parts(
     state: InstanceState | None, *, now: datetime, skip: Iterable[str], windows: dict[str, timedelta]
-) -> tuple[ProbeParts, frozenset[str]]:
-    """The latest results of the kinds not in `skip` that are recent enough, and their kinds."""
+) -> ProbeParts:
+    """The latest results of the kinds not in `skip` that are recent enough."""
     if state is None:
-        return ProbeParts(), frozenset()
+        return ProbeParts()
     kept = {}
     for kind, entry in state.kinds.items():
         measured = state.measured_at(kind) if isinstance(entry, dict) else None
         if kind in skip or measured is None or now - measured > windows.get(kind, STALE_FLOOR):
             continue
         kept[kind] = entry.get("result") or {}
-    parts = ProbeParts.from_kind_dicts(kept)
-    return parts, frozenset(kept)
+    return ProbeParts.from_kind_dicts(kept)
 
 
 def _previous_scrapes(instances: Iterable[Instance]) -> dict[int, Scrape]:
@@ -186,7 +185,7 @@ class _Judging:
     at: datetime
 
     def judgement(self, probe: InstanceProbe, state: InstanceState) -> Judgement:
-        others, _ = stored_parts(state, now=self.at, skip=probe.kinds, windows=self.windows)
+        others = stored_parts(state, now=self.at, skip=probe.kinds, windows=self.windows)
         instance = self.instances[probe.target.instance_id]
         return judge(
             target=probe.target,

@@ -15,15 +15,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 STATES = ("up", "degraded", "failing", "down", "stale", "maintenance", "unknown")
-LABELS = {
-    "up": "up",
-    "degraded": "degraded",
-    "failing": "failing",
-    "down": "down",
-    "stale": "stale",
-    "maintenance": "maintenance",
-    "unknown": "unknown",
-}
 
 
 def shown_state(

@@ -17,10 +17,10 @@ def queue(*, incident_id: int, event: str) -> list[int]:
     """Record a pending delivery for every enabled target whose minimum severity the incident
     meets, and enqueue their sending once the deliveries are committed; returns their ids."""
     from incidents.delivery import payload
-    from incidents.models import Incident, NotificationDelivery, NotificationTarget
+    from incidents.models import Incident, NotificationDelivery, NotificationTarget, Source
 
     incident = Incident.objects.get(pk=incident_id)
-    if incident.source == "drill":  # a game day pages nobody
+    if incident.source == Source.DRILL:  # a game day pages nobody
         return []
     rank = SEVERITY_ORDER.index(incident.severity)
     ids = []

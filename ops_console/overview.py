@@ -19,7 +19,7 @@ from core.roles import Role, role_required
 from diagnostics.models import CapacityFinding
 from fleet.models import Instance
 from fleet.probe_service import stale_after
-from fleet.shown_state import LABELS, STATES, shown_state
+from fleet.shown_state import STATES, shown_state
 from incidents.maintenance import current_and_upcoming
 from ops_console.schedules import probe_intervals
 
@@ -74,7 +74,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "maintenance": windows,
         "counts": counts,
         "state": state,
-        "states": [(s, LABELS[s]) for s in STATES],
+        "states": STATES,
         "poll_seconds": settings.OVERVIEW_POLL_S,
         "tab": "overview",
     }

@@ -31,7 +31,14 @@ def judged(probe, thresholds=None, **options):
 
 
 def test_a_probe_only_measures_it_does_not_judge():
-    assert not hasattr(probe_instance, "judge") and "thresholds" not in probe_instance.__kwdefaults__
+    """No thresholds go in and no verdict comes out: the judgement is fleet.probes.judgement's."""
+    import dataclasses
+    import inspect
+
+    from fleet.probes.instance_probe import InstanceProbe
+
+    assert "thresholds" not in inspect.signature(probe_instance).parameters
+    assert not {"classification", "numa"} & {f.name for f in dataclasses.fields(InstanceProbe)}
 
 
 async def test_a_healthy_instance_is_probed_completely_and_is_up(http_client):
