@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
 
 from fleet.simulator.engine import Engine
@@ -85,3 +86,15 @@ def wait_for(predicate: Callable[[], bool], *, timeout_s: float = 5.0, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} did not happen within {timeout_s} s")
         time.sleep(0.01)
+
+
+def health_status(url: str) -> int | str | None:
+    """GET {url}/health: the status code, or None once the port refuses connections. A
+    connection the closing listener had already accepted may be dropped without a response:
+    that is neither state yet, and polling goes on."""
+    try:
+        return httpx.get(url + "/health", timeout=2).status_code
+    except httpx.ConnectError:
+        return None
+    except (httpx.RemoteProtocolError, httpx.ReadError):
+        return "dropped while closing"

@@ -9,7 +9,7 @@ import pytest
 from fleet.simulator.faults import FaultKind
 from fleet.simulator.spec import GpuSlot, InstanceSpec, specs_from_inventory
 from tests.factories import make_gpu, make_host, make_instance
-from tests.simulator.conftest import free_port_pair, wait_for
+from tests.simulator.conftest import free_port_pair, health_status, wait_for
 
 NAME = "vllm-a"
 
@@ -23,11 +23,8 @@ def _control(sim, path: str = "") -> str:
     return f"{sim.control_url}/_sim/instances{path}"
 
 
-def _health(sim) -> int | None:
-    try:
-        return httpx.get(sim.url(NAME) + "/health", timeout=2).status_code
-    except httpx.ConnectError:
-        return None
+def _health(sim) -> int | str | None:
+    return health_status(sim.url(NAME))
 
 
 def test_a_crash_closes_the_port_and_clearing_it_restarts_the_instance_there(sim):

@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 
 from fleet.management.commands.fault import parse_assignments
 from fleet.simulator.spec import GpuSlot, InstanceSpec
-from tests.simulator.conftest import free_port_pair, wait_for
+from tests.simulator.conftest import free_port_pair, health_status, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "vllm-a"
@@ -35,11 +35,8 @@ def fault(sim, *args: str) -> str:
     return out.getvalue()
 
 
-def _health(sim) -> int | None:
-    try:
-        return httpx.get(sim.url(NAME) + "/health", timeout=2).status_code
-    except httpx.ConnectError:
-        return None
+def _health(sim) -> int | str | None:
+    return health_status(sim.url(NAME))
 
 
 def test_it_crashes_an_instance_and_clearing_the_crash_restarts_it_on_its_port(sim):
