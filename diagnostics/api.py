@@ -27,6 +27,16 @@ def _query(data: object) -> QueryDict | None:
     return query
 
 
+def _with_defaults(query: QueryDict) -> QueryDict:
+    """Inputs left out take the page's defaults (one GPU, the default vLLM version…), so a
+    script needs to name only the model and the GPU."""
+    filled = query.copy()
+    for name, field in SizingForm.base_fields.items():
+        if name not in filled and field.initial is not None:
+            filled[name] = str(field.initial)
+    return filled
+
+
 class SizingView(APIView):
     permission_classes = [ToolPermission]
 
@@ -51,7 +61,7 @@ class SizingView(APIView):
         query = _query(data)
         if query is None:
             return Response({"errors": {"__all__": ["Send a JSON object of sizing inputs."]}}, status=400)
-        form = SizingForm(query)
+        form = SizingForm(_with_defaults(query))
         if not form.is_valid():
             return Response({"errors": form.errors}, status=400)
         try:

@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.shortcuts import redirect
+from django.urls import reverse
 
 from fleet import change_tracking
-from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
+from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance, ProbeSettings
 
 
 class ChangeLoggedAdmin(admin.ModelAdmin):
@@ -65,3 +67,19 @@ class ChangeLogEntryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(ProbeSettings)
+class ProbeSettingsAdmin(admin.ModelAdmin):
+    """One row of thresholds and limits: the list leads straight to it; nobody adds a second
+    or deletes the one the probes read."""
+
+    def has_add_permission(self, request):
+        return not ProbeSettings.objects.exists()
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        settings = ProbeSettings.current()
+        return redirect(reverse("admin:fleet_probesettings_change", args=[settings.pk]))

@@ -168,3 +168,12 @@ def test_the_cli_prints_figures_recommendations_and_sizes_a_config_file(tmp_path
 def test_the_cli_refuses_bad_input_with_a_clear_error(args, message):
     with pytest.raises(CommandError, match=message):
         call_command("size", *args, stdout=io.StringIO())
+
+
+def test_the_api_needs_only_the_model_and_the_gpu_as_the_readme_shows(engineer_client):
+    response = engineer_client.get(reverse("api-sizing"), {"model": "qwen3-8b", "gpu": "l40s"})
+    assert response.status_code == 200, response.json()
+    answer = response.json()
+    assert answer["kv_cache_tokens"] > 0
+    defaults = engineer_client.get(reverse("api-sizing"), {"model": "qwen3-8b", "gpu": "l40s", "gpus": "1"})
+    assert defaults.json() == answer
