@@ -31,7 +31,7 @@ run: install
 	@echo "  LLM Ops Console: http://127.0.0.1:$(PORT)/   (sign in as admin; password above)"
 	@echo "  Ctrl-C stops the web server, the worker and beat."
 	@echo ""
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" exec $(VENV)/bin/honcho start --port $(PORT) --procfile Procfile
+	exec $(PY) manage.py console --port $(PORT)
 
 # Chromium for the browser test: Debian's package when we are root with apt, else Playwright's.
 browser:
