@@ -1,13 +1,15 @@
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from core.htmx import wants_partial
 from core.roles import Role, role_required
 from fleet.charts import gpu_memory_by_host
-from fleet.models import Gateway, Gpu, GpuHost, Instance
 from ops_console import health
+from ops_console.home import home_status
 
 
 @require_GET
@@ -33,15 +35,9 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 @role_required(Role.VIEWER)
 def home(request: HttpRequest) -> HttpResponse:
-    counts = {
-        "hosts": GpuHost.objects.count(),
-        "gpus": Gpu.objects.count(),
-        "instances": Instance.objects.count(),
-        "enabled_instances": Instance.objects.enabled().count(),
-        "gateways": Gateway.objects.count(),
-    }
-    recent = Instance.objects.select_related("host").order_by("-updated_at")[:8]
-    context = {"counts": counts, "recent_instances": recent}
-    if counts["gpus"]:
+    context = {"status": home_status(), "poll_seconds": settings.OVERVIEW_POLL_S}
+    if wants_partial(request, "home-live"):
+        return render(request, "ops_console/_home_live.html", context)
+    if context["status"].counts["gpus"]:
         context["memory_figure"] = gpu_memory_by_host()
     return render(request, "ops_console/home.html", context)

@@ -1,0 +1,228 @@
+"""The home page: what the on-call engineer needs first, read in a fixed number of queries.
+
+Open incidents by severity, the instances that are not up (with the probes' reason), the
+open capacity findings, the latest inventory changes, and the inventory counts. Like the
+overview (ops_console.overview) it joins fleet, diagnostics and incidents, so it lives
+here; it shows an instance's state the way the overview's tiles do (fleet.shown_state).
+Drills are practice: their hosts, instances and incidents are left out."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import Case, Count, IntegerField, Prefetch, Q, Value, When
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from diagnostics.models import CapacityFinding
+from fleet.models import ChangeAction, ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
+from fleet.probe_service import stale_after
+from fleet.shown_state import shown_state
+from incidents.maintenance import Occurrence, current_and_upcoming
+from incidents.models import Incident, Severity, Source
+from ops_console.schedules import probe_intervals
+
+# The shown states that need someone, worst first; up, unknown (never probed) and
+# maintenance (expected, alerts silenced) do not.
+NOT_UP = ("down", "failing", "degraded", "stale")
+INCIDENT_LIMIT = 50
+FINDING_LIMIT = 20
+CHANGE_LIMIT = 10
+# The page of each tracked model's objects, for the links from the change log.
+DETAIL_URLS = {
+    GpuHost: "fleet:host-detail",
+    Gpu: "fleet:gpu-detail",
+    Instance: "fleet:instance-detail",
+    Gateway: "fleet:gateway-detail",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncidentGroup:
+    severity: str
+    label: str
+    incidents: list[Incident]
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceProblem:
+    instance: Instance
+    state: str  # a shown state of fleet.shown_state: one of NOT_UP
+    label: str  # what the badge says, "failing 2× in a row" for example
+    reason: str
+    since: datetime | None  # when the stored verdict began; None for stale
+    last_probe_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    entry: ChangeLogEntry
+    url: str  # the object's page; "" once the object is gone
+    fields: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetInstances:
+    problems: list[InstanceProblem]
+    monitored: int
+    in_maintenance: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class HomeStatus:
+    incident_groups: list[IncidentGroup]
+    incident_count: int
+    instances: FleetInstances
+    findings: list[CapacityFinding]
+    changes: list[Change]
+    counts: dict[str, int]
+    checked_at: datetime = field(default_factory=timezone.now)
+
+    @property
+    def more_incidents(self) -> int:
+        """Open incidents beyond those the groups hold."""
+        return self.incident_count - sum(len(g.incidents) for g in self.incident_groups)
+
+    @property
+    def all_clear(self) -> bool:
+        """Nothing needs the on-call engineer: no open incident, every monitored instance
+        up (or in maintenance), no open capacity finding."""
+        return not (self.incident_count or self.instances.problems or self.findings)
+
+
+def open_incidents(*, limit: int = INCIDENT_LIMIT) -> tuple[list[IncidentGroup], int]:
+    """The unresolved incidents that are not drills, grouped by severity, critical first,
+    newest first in each group; and how many there are in all (the groups hold `limit`)."""
+    unresolved = Incident.objects.unresolved().exclude(source=Source.DRILL)
+    rank = Case(
+        *[When(severity=value, then=Value(i)) for i, value in enumerate(Severity.values)],
+        default=Value(len(Severity.values)),
+        output_field=IntegerField(),
+    )
+    affected = Prefetch("instances", queryset=Instance.objects.select_related("host").order_by("name"))
+    shown = list(
+        unresolved.annotate(rank=rank)
+        .order_by("rank", "-started_at", "-id")
+        .prefetch_related(affected, "hosts")[:limit]
+    )
+    total = len(shown) if len(shown) < limit else unresolved.count()
+    by_severity: dict[str, list[Incident]] = defaultdict(list)
+    for incident in shown:
+        by_severity[incident.severity].append(incident)
+    labels = dict(Severity.choices)
+    groups = [
+        IncidentGroup(severity=s, label=labels.get(s, s), incidents=by_severity[s])
+        for s in [*Severity.values, *sorted(set(by_severity) - set(Severity.values))]
+        if by_severity[s]
+    ]
+    return groups, total
+
+
+def _covered(windows: list[Occurrence]) -> tuple[set[int], set[int]]:
+    """Host ids and instance ids that an active maintenance window covers now."""
+    active = [o.window for o in windows if o.active]
+    return {w.host_id for w in active if w.host_id}, {w.instance_id for w in active if w.instance_id}
+
+
+def _problem(instance: Instance, state: str) -> InstanceProblem:
+    stored = instance.state
+    label = instance.state_label if state != "stale" else str(_("stale"))
+    return InstanceProblem(
+        instance=instance,
+        state=state,
+        label=label,
+        reason=stored.reason,
+        since=stored.since if state != "stale" else None,
+        last_probe_at=stored.last_probe_at,
+    )
+
+
+def instances_not_up(*, now: datetime, stale_window: timedelta, windows: list[Occurrence]) -> FleetInstances:
+    """The monitored instances whose shown state is down, failing, degraded or stale, worst
+    first, with the probes' reason; and how many are monitored and in maintenance now."""
+    hosts, covered = _covered(windows)
+    instances = Instance.objects.monitored().select_related("host", "state").order_by("name")
+    problems, monitored, in_maintenance = [], 0, 0
+    for instance in instances:
+        monitored += 1
+        probed = instance.state.last_probe_at if instance.verdict != "unknown" else None
+        state = shown_state(
+            verdict=instance.verdict,
+            last_probe_at=probed,
+            now=now,
+            stale_after=stale_window,
+            in_maintenance=instance.host_id in hosts or instance.pk in covered,
+        )
+        in_maintenance += state == "maintenance"
+        if state in NOT_UP:
+            problems.append(_problem(instance, state))
+    problems.sort(key=lambda p: NOT_UP.index(p.state))  # stable: by name within a state
+    return FleetInstances(problems=problems, monitored=monitored, in_maintenance=in_maintenance)
+
+
+def open_capacity_findings(*, limit: int = FINDING_LIMIT) -> list[CapacityFinding]:
+    """The open critical and warning capacity findings (info ones are not a page's first
+    news), critical first, then the most recently seen."""
+    rank = Case(When(severity=CapacityFinding.Severity.CRITICAL, then=Value(0)), default=Value(1))
+    found = CapacityFinding.objects.active().exclude(severity=CapacityFinding.Severity.INFO)
+    found = found.filter(instance__host__drill=False).select_related("instance__host")
+    return list(found.order_by(rank, "-last_seen", "-id")[:limit])
+
+
+def _existing(entries: list[ChangeLogEntry]) -> set[tuple[int, int]]:
+    """(content type id, object id) of the entries' objects that still exist: one query
+    per tracked model that the entries name."""
+    wanted: dict[ContentType, set[int]] = defaultdict(set)
+    for entry in entries:
+        if entry.content_type.model_class() in DETAIL_URLS and entry.action != ChangeAction.DELETE:
+            wanted[entry.content_type].add(entry.object_id)
+    found = set()
+    for content_type, ids in wanted.items():
+        alive = content_type.model_class()._default_manager.filter(pk__in=ids)
+        found.update((content_type.pk, pk) for pk in alive.values_list("pk", flat=True))
+    return found
+
+
+def recent_changes(*, limit: int = CHANGE_LIMIT) -> list[Change]:
+    """The latest inventory changes, each with the link to its object while it exists."""
+    entries = list(ChangeLogEntry.objects.select_related("content_type")[:limit])
+    existing = _existing(entries)
+    changes = []
+    for entry in entries:
+        model = entry.content_type.model_class()
+        alive = (entry.content_type_id, entry.object_id) in existing
+        url = reverse(DETAIL_URLS[model], args=[entry.object_id]) if alive else ""
+        fields = sorted(entry.changes) if entry.action == ChangeAction.UPDATE else []
+        changes.append(Change(entry=entry, url=url, fields=fields))
+    return changes
+
+
+def inventory_counts() -> dict[str, int]:
+    instances = Instance.objects.aggregate(all=Count("id"), enabled=Count("id", filter=Q(enabled=True)))
+    return {
+        "hosts": GpuHost.objects.count(),
+        "gpus": Gpu.objects.count(),
+        "instances": instances["all"],
+        "enabled_instances": instances["enabled"],
+        "gateways": Gateway.objects.count(),
+    }
+
+
+def home_status(*, now: datetime | None = None) -> HomeStatus:
+    """Everything the home page shows but the GPU memory chart."""
+    now = now or timezone.now()
+    groups, incident_count = open_incidents()
+    window = stale_after(probe_intervals())["health"]
+    return HomeStatus(
+        incident_groups=groups,
+        incident_count=incident_count,
+        instances=instances_not_up(now=now, stale_window=window, windows=current_and_upcoming(now)),
+        findings=open_capacity_findings(),
+        changes=recent_changes(),
+        counts=inventory_counts(),
+        checked_at=now,
+    )
