@@ -5,12 +5,19 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from fleet import gpu_catalog
-from fleet.models import Gpu, MetricSample
+from fleet.models import Gpu, MetricSample, ProbeSettings
+from fleet.probe_service import DEFAULT_INTERVALS_S
+from fleet.retention import BUCKET_SECONDS
 from fleet.series import BY_NAME
 
 
@@ -44,80 +51,158 @@ def gpu_memory_by_host() -> dict:
 def _layout(unit: str, height: int = 220) -> dict:
     return {
         "height": height,
-        "margin": {"l": 50, "r": 10, "t": 10, "b": 30},
-        "yaxis": {"title": unit},
-        "legend": {"orientation": "h", "y": -0.25},
+        "margin": {"l": 55, "r": 10, "t": 28, "b": 45},
+        "yaxis": {"title": {"text": unit}},
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         "hovermode": "x unified",
     }
 
 
 @dataclass(frozen=True)
 class Panel:
-    title: str
-    series: tuple[tuple[str, str], ...]  # (series name from fleet.series, legend label)
+    title: Any  # a lazy translation
+    series: tuple[tuple[str, Any], ...]  # (series name from fleet.series, legend label)
+    axis: Any  # the y-axis title, with its unit
+    percent: bool = False  # the series are fractions (0.42), drawn as percent (42)
+    full_scale: bool = False  # the y-axis spans 0-100 (a share of something)
 
-    @property
-    def unit(self) -> str:
-        return BY_NAME[self.series[0][0]].unit
 
-
+_S = _("seconds (s)")
 # The instance page's charts: each reads declared series (fleet.series), it declares none.
 PANELS: tuple[Panel, ...] = (
-    Panel("Time to first token", (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95"), ("ttft_p99_s", "p99"))),
-    Panel("End-to-end latency", (("e2e_p50_s", "p50"), ("e2e_p95_s", "p95"), ("e2e_p99_s", "p99"))),
-    Panel("KV cache usage", (("kv_cache_usage", "used"), ("kv_swap", "CPU (swapped)"))),
-    Panel("Requests", (("num_requests_running", "running"), ("num_requests_waiting", "waiting"))),
     Panel(
-        "Tokens per second",
-        (
-            ("prompt_tokens_per_s", "prompt"),
-            ("generation_tokens_per_s", "generation"),
-            ("stream_tokens_per_s", "probe stream"),
-        ),
+        _("Time to first token"), (("ttft_p50_s", "p50"), ("ttft_p95_s", "p95"), ("ttft_p99_s", "p99")), _S
     ),
-    Panel("Finished requests", (("requests_per_s", "per s"),)),
-    Panel("Errors", (("error_rate", "abort or error"),)),
-    Panel("Preemptions", (("preemptions_per_s", "preemptions"),)),
+    Panel(_("End-to-end latency"), (("e2e_p50_s", "p50"), ("e2e_p95_s", "p95"), ("e2e_p99_s", "p99")), _S),
     Panel(
-        "Prompt length",
+        _("KV cache usage"),
+        (("kv_cache_usage", _("GPU")), ("kv_swap", _("CPU (swapped)"))),
+        _("KV cache used (%)"),
+        percent=True,
+        full_scale=True,
+    ),
+    Panel(
+        _("Requests"),
+        (("num_requests_running", _("running")), ("num_requests_waiting", _("waiting"))),
+        _("requests"),
+    ),
+    Panel(
+        _("Tokens per second"),
+        (
+            ("prompt_tokens_per_s", _("prompt")),
+            ("generation_tokens_per_s", _("generation")),
+            ("stream_tokens_per_s", _("probe stream")),
+        ),
+        _("tokens/s"),
+    ),
+    Panel(_("Finished requests"), (("requests_per_s", _("finished")),), _("requests/s")),
+    Panel(
+        _("Errors"), (("error_rate", _("abort or error")),), _("requests ending in error (%)"), percent=True
+    ),
+    Panel(_("Preemptions"), (("preemptions_per_s", _("preemptions")),), _("preemptions/s")),
+    Panel(
+        _("Prompt length"),
         (("prompt_length_p50", "p50"), ("prompt_length_p95", "p95"), ("prompt_length_p99", "p99")),
+        _("tokens"),
     ),
     Panel(
-        "GPU memory and utilization",
-        (("gpu_memory_used_pct", "memory used"), ("gpu_sm_utilization_pct", "SM utilization")),
+        _("GPU memory and utilization"),
+        (("gpu_memory_used_pct", _("memory used")), ("gpu_sm_utilization_pct", _("SM utilization"))),
+        _("percent (%)"),
+        full_scale=True,
     ),
-    Panel("GPU temperature", (("gpu_temperature_c", "hottest GPU"),)),
+    Panel(_("GPU temperature"), (("gpu_temperature_c", _("hottest GPU")),), _("temperature (°C)")),
     Panel(
-        "Probe latency",
+        _("Probe latency"),
         (
-            ("probe_connect_s", "connect"),
+            ("probe_connect_s", _("connect")),
             ("probe_ttfb_s", "TTFB"),
-            ("probe_total_s", "total"),
-            ("stream_ttft_s", "stream TTFT"),
+            ("probe_total_s", _("total")),
+            ("stream_ttft_s", _("stream TTFT")),
         ),
+        _S,
     ),
 )
 
+GAP_FACTOR = 2.5  # a gap of more than this many sampling intervals is missing samples
+
+
+def with_gaps(
+    points: list[tuple[datetime, float]], *, every_s: float, coarse_before: datetime | None = None
+) -> list[tuple[datetime, float | None]]:
+    """The points with a None (a break in the line) wherever more than GAP_FACTOR sampling
+    intervals pass between two samples. Samples older than coarse_before are the retention's
+    averages, one per BUCKET_SECONDS, and are expected that far apart."""
+    out: list[tuple[datetime, float | None]] = list(points[:1])
+    for (before, _value), (after, value) in pairwise(points):
+        coarse = coarse_before is not None and before < coarse_before
+        expected = max(every_s, BUCKET_SECONDS) if coarse else every_s
+        if (after - before).total_seconds() > GAP_FACTOR * expected:
+            out.append((before + (after - before) / 2, None))
+        out.append((after, value))
+    return out
+
+
+def _trace(panel: Panel, points: list, label: Any) -> go.Scatter:
+    scale = 100.0 if panel.percent else 1.0
+    return go.Scatter(
+        x=[timezone.localtime(ts).isoformat() for ts, _v in points],
+        y=[None if v is None else v * scale for _ts, v in points],
+        name=str(label),
+        mode="lines+markers",
+        marker={"size": 4},
+        connectgaps=False,
+    )
+
+
+def _panel_layout(panel: Panel, index: int, window: tuple[datetime, datetime]) -> dict:
+    layout = _layout(str(panel.axis))
+    zone = timezone.get_current_timezone_name()
+    layout["xaxis"] = {
+        "title": {"text": str(_("time (%(zone)s)") % {"zone": zone})},
+        "range": [timezone.localtime(t).isoformat() for t in window],  # the chosen range, on every chart
+    }
+    layout["uirevision"] = f"panel-{index}"  # zoom and hidden traces survive a refresh
+    if panel.full_scale:
+        layout["yaxis"]["range"] = [0, 100]
+    elif panel.percent:
+        layout["yaxis"]["rangemode"] = "tozero"
+    return layout
+
+
+def sampling_interval_s(points: list[tuple[datetime, float]], *, default_s: float) -> float:
+    """Seconds between a series' samples: the median spacing of its points, at least the
+    default interval of its probe kind (a schedule slowed in the admin shows in the data)."""
+    spacing = sorted((b - a).total_seconds() for (a, _a), (b, _b) in pairwise(points))
+    return max(default_s, spacing[len(spacing) // 2]) if spacing else default_s
+
+
+def _every_s(points: list, name: str, coarse_before: datetime) -> float:
+    raw = [p for p in points if p[0] >= coarse_before]
+    return sampling_interval_s(raw, default_s=DEFAULT_INTERVALS_S[BY_NAME[name].kind])
+
 
 def instance_panels(*, instance, since) -> list[dict]:
-    """One small time-series figure per panel of PANELS, empty ones left out."""
-    names = {n for panel in PANELS for n, _ in panel.series}
+    """One small time-series figure per panel of PANELS, empty ones left out; lines break
+    where samples are missing."""
+    coarse_before = timezone.now() - timedelta(hours=ProbeSettings.current().raw_retention_hours)
+    names = {n for panel in PANELS for n, _label in panel.series}
     stored = MetricSample.objects.points(instances=[instance], names=names, since=since).get(instance.pk, {})
     panels = []
     for index, panel in enumerate(PANELS):
         traces = [
-            go.Scatter(
-                x=[ts.isoformat() for ts, _ in stored[n]],
-                y=[v for _, v in stored[n]],
-                name=label,
-                mode="lines+markers",
-                marker={"size": 4},
+            _trace(
+                panel,
+                with_gaps(
+                    stored[n], every_s=_every_s(stored[n], n, coarse_before), coarse_before=coarse_before
+                ),
+                label,
             )
             for n, label in panel.series
             if n in stored
         ]
         if traces:
-            figure = go.Figure(traces, layout=_layout(panel.unit))
+            figure = go.Figure(traces, layout=_panel_layout(panel, index, (since, timezone.now())))
             panels.append(
                 {
                     "id": f"panel-{index}",
@@ -157,5 +242,6 @@ def phase_breakdown(phases: dict | None) -> dict | None:
             )
         )
         previous = max(previous, cumulative)
-    figure = go.Figure(traces, layout={**_layout("", 160), "barmode": "stack", "xaxis": {"title": "s"}})
+    layout = {**_layout("", 160), "barmode": "stack", "xaxis": {"title": {"text": str(_("seconds (s)"))}}}
+    figure = go.Figure(traces, layout=layout)
     return json.loads(pio.to_json(figure))

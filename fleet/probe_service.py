@@ -166,8 +166,11 @@ def _fill_run(run: ProbeRun, probe: InstanceProbe, judged: Judgement, kind: str)
     classification = judged.classification
     run.status, run.finished_at, run.kind = RunStatus.DONE, timezone.now(), kind
     run.verdict, run.outcome = classification.verdict, probe.outcome
-    # The parsed scrape is kept once, on the instance's state, for the next cycle's rates.
-    run.result = probe.to_dict(with_scrape=False) | {
+    # The parsed scrape is kept once, on the instance's state, for the next cycle's rates;
+    # the progress a requested run noted per kind (run.result["progress"]) is kept.
+    run.result = {
+        **run.result,
+        **probe.to_dict(with_scrape=False),
         "classification": classification.to_dict(),
         "numa": list(judged.numa),
     }
@@ -391,6 +394,51 @@ def request_probe(
     return ProbeRun.objects.create(instance=instance, trigger=trigger, requested_by=requested_by, kind=kind)
 
 
+def _kind_note(probe: InstanceProbe) -> dict:
+    """How one kind's probe ended: its first failed request, else its first request."""
+    results = [r for r in (probe.readiness, probe.phases, probe.stream, probe.scrape_result, probe.gpus) if r]
+    shown = next((r for r in results if r.outcome != "ok"), results[0] if results else None)
+    outcome, error = (str(shown.outcome), shown.error[:300]) if shown else ("", "")
+    return {"outcome": outcome, "error": error, "elapsed_s": round(probe.elapsed_s, 2)}
+
+
+def _probe_noting_progress(
+    *, run: ProbeRun, instance: Instance, settings: ProbeSettings, kinds: frozenset[ProbeKind]
+) -> InstanceProbe:
+    """probe_instances for one instance, each kind measured concurrently on its own, and
+    each kind's end noted on the run row (result["progress"]) as it comes, for the page
+    that polls the run. The loop is stepped from here so the ORM runs between its steps."""
+    backends = {instance.pk: _gpu_backend(instance)}
+    kinds = kinds - ({ProbeKind.GPU} if backends[instance.pk] is None else set())
+    run.result = {"progress": dict.fromkeys(sorted(kinds))}  # None: still running
+    run.save(update_fields=["result"])
+    target, limits, previous = target_for(instance), limits_from(settings), _previous_scrapes([instance])
+    parts, probes = ProbeParts(), []
+
+    def measure(kind: ProbeKind):
+        return probe_many(
+            targets=[target], previous_scrapes=previous, limits=limits, kinds={kind}, gpu_backends=backends
+        )
+
+    with asyncio.Runner() as runner:
+        pending = {runner.get_loop().create_task(measure(kind)): kind for kind in kinds}
+        while pending:
+            done, _ = runner.run(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
+            for task in done:
+                (probe,) = task.result()
+                run.result["progress"][pending.pop(task)] = _kind_note(probe)
+                parts, probes = parts.overlaid(probe.parts, probe.kinds), [*probes, probe]
+            run.save(update_fields=["result"])
+    return InstanceProbe(
+        target=target,
+        started_at=min((p.started_at for p in probes), default=timezone.now().timestamp()),
+        elapsed_s=max((p.elapsed_s for p in probes), default=0.0),
+        kinds=frozenset(kinds),
+        parts=parts,
+        scrape=next((p.scrape for p in probes if p.scrape), None),
+    )
+
+
 def run_requested_probe(*, run_id: int) -> ProbeRun:
     """Carry out a run made by request_probe (the "probe now" button or the CLI)."""
     run = ProbeRun.objects.get(pk=run_id)
@@ -401,7 +449,7 @@ def run_requested_probe(*, run_id: int) -> ProbeRun:
     instance = _with_probe_relations(Instance.objects).get(pk=run.instance_id)
     try:
         kinds = ALL_KINDS if run.kind == ProbeKindChoice.FULL else parse_kinds([run.kind])
-        (probe,) = probe_instances(instances=[instance], settings=settings, kinds=kinds)
+        probe = _probe_noting_progress(run=run, instance=instance, settings=settings, kinds=kinds)
         (run,) = record_probes(
             instances=[instance],
             probes=[probe],

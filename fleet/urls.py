@@ -20,6 +20,7 @@ def _kind_patterns(kind) -> list:
 urlpatterns = [
     path("instances/<int:pk>/probe/", probing.probe_now, name="instance-probe"),
     path("instances/<int:pk>/charts/", probing.instance_charts, name="instance-charts"),
+    path("instances/<int:pk>/state/", probing.instance_state, name="instance-state"),
     path("runs/<int:pk>/", probing.run_status, name="run-status"),
     path("export/", transfer.export_inventory, name="export"),
     path("import/", transfer.import_form, name="import"),
