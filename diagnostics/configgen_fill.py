@@ -12,6 +12,29 @@ from diagnostics.configgen.vllm_flags import SUPPORTED_VERSIONS
 from diagnostics.sizing.versions import nearest_choice
 from fleet.models import Gateway, Instance
 
+# What from_instance can fill: a generator with none of these has no instance picker.
+INSTANCE_FIELDS = frozenset(
+    {
+        "model",
+        "name",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "gpu_memory_utilization",
+        "enable_prefix_caching",
+        "kv_cache_dtype",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "dtype",
+        "quantization",
+        "port",
+        "vllm_version",
+        "gpu_devices",
+        "api_key_env",
+        "base_url",
+    }
+)
+
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:63] or "vllm"

@@ -29,6 +29,16 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Section:
+    """A fieldset of a generator's form: the fields it shows, in order. Advanced sections are
+    folded away; a field in no section is not shown and keeps its default (or the URL's value)."""
+
+    legend: str
+    fields: tuple[str, ...]
+    advanced: bool = False
+
+
+@dataclass(frozen=True)
 class ConfigFile:
     name: str  # the file name it is saved as
     content: str
@@ -66,6 +76,7 @@ class Generator:
     checks: Callable[[Any], list[Check]] = lambda spec: []
     presets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     preset_labels: Mapping[str, str] = field(default_factory=dict)
+    sections: tuple[Section, ...] = ()  # the form's fieldsets; none: one per field group, every field
 
     def defaults(self) -> dict[str, str]:
         return {f.name: f.default for f in self.fields}

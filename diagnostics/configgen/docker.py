@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from diagnostics.configgen import launch, vllm_serve
-from diagnostics.configgen.base import ConfigFile
+from diagnostics.configgen.base import ConfigFile, Section
 
 
 def _key_option(spec: launch.LaunchSpec) -> str:
@@ -51,4 +51,24 @@ GENERATOR = launch.generator(
     label="docker run",
     description="The launch as a container: --gpus, --shm-size, memory limit without swap, the model cache.",
     render=render,
+    sections=(
+        launch.MODEL_SECTION,
+        launch.gpu_section(),
+        launch.MEMORY_SECTION,
+        Section(
+            "Container",
+            (
+                "name",
+                "image",
+                "port",
+                "memory_limit_gib",
+                "shm_size_gib",
+                "docker_ipc",
+                "model_cache",
+                "api_key_env",
+            ),
+        ),
+        launch.ENGINE_FLAGS_SECTION,
+        Section("Server", ("host",), advanced=True),
+    ),
 )

@@ -3,12 +3,13 @@ probes on /health that allow for minutes of loading, /dev/shm as a memory volume
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from diagnostics.configgen import launch
-from diagnostics.configgen.base import ConfigFile
+from diagnostics.configgen.base import ConfigFile, Section
 
 PROBE_PERIOD_S = 10
 
@@ -81,6 +82,12 @@ def manifests(spec: launch.LaunchSpec) -> list[dict[str, Any]]:
     return [deployment, service]
 
 
+def build(values: Mapping[str, str]) -> launch.LaunchSpec:
+    """The launch spec without a device list: Kubernetes schedules GPUs by count, so indexes
+    (from a preset or a link) never conflict with the parallelism here."""
+    return launch.build({**values, "gpu_devices": ""})
+
+
 def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
     _, notes = launch.serve_args(spec)
     header = "".join(f"# {note}\n" for note in notes)
@@ -94,4 +101,26 @@ GENERATOR = launch.generator(
     description="GPUs and memory from the sizing, /health probes that allow for loading, "
     "/dev/shm for multi-GPU.",
     render=render,
+    build=build,
+    defaults={"gpu_devices": ""},  # blank: as many as TP x PP, for a deployment archive from here
+    sections=(
+        launch.MODEL_SECTION,
+        launch.gpu_section(devices=False),
+        launch.MEMORY_SECTION,
+        Section(
+            "Kubernetes",
+            (
+                "name",
+                "namespace",
+                "replicas",
+                "image",
+                "model_pvc",
+                "api_key_secret",
+                "memory_request_gib",
+                "memory_limit_gib",
+            ),
+        ),
+        launch.ENGINE_FLAGS_SECTION,
+        Section("Pod", ("port", "host", "shm_size_gib", "startup_minutes"), advanced=True),
+    ),
 )

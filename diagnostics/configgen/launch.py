@@ -6,10 +6,11 @@ guide's presets, the validated spec and the argument list for its vLLM version.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 
 from diagnostics.configgen import safety, vllm_flags
-from diagnostics.configgen.base import Check, ConfigFile, Field, Generator, flag
+from diagnostics.configgen.base import Check, ConfigFile, Field, Generator, Section, flag
 from fleet import gpu_catalog
 
 V = vllm_flags.SUPPORTED_VERSIONS
@@ -65,7 +66,7 @@ LAUNCH_FIELDS: tuple[Field, ...] = (
         "gpu_devices",
         "GPU devices",
         "0",
-        "GPU indexes, like 0,1 (docker --gpus, CUDA_VISIBLE_DEVICES).",
+        "GPU indexes, like 0,1 (docker --gpus, CUDA_VISIBLE_DEVICES). Blank: the first TP × PP GPUs.",
         group="GPUs",
     ),
     Field("gpu_memory_utilization", "--gpu-memory-utilization", "0.9", kind="float", group="Memory"),
@@ -190,6 +191,28 @@ LAUNCH_FIELDS: tuple[Field, ...] = (
     Field("restart_budget_per_hour", "Restarts per hour at most", "3", kind="int", group="Watchdog"),
     Field("alert_webhook", "Alert webhook URL", "", "Blank: no alerts. Gets a JSON POST.", group="Watchdog"),
 )
+
+# The fieldsets the four launch forms share; each generator adds its own (container,
+# Kubernetes, systemd and watchdog) and leaves out what its files do not use.
+MODEL_SECTION = Section(
+    "Model & engine", ("model", "vllm_version", "served_model_name", "dtype", "quantization")
+)
+MEMORY_SECTION = Section(
+    "Memory & batching",
+    ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype"),
+)
+ENGINE_FLAGS_SECTION = Section(
+    "Engine flags",
+    ("enable_chunked_prefill", "enable_prefix_caching", "enforce_eager", "trust_remote_code", "log_requests"),
+    advanced=True,
+)
+
+
+def gpu_section(*, devices: bool = True) -> Section:
+    """Parallelism and the GPUs to use; Kubernetes schedules GPUs by count, not index."""
+    names = ("tensor_parallel_size", "pipeline_parallel_size", "gpu_devices", "gpu_model")
+    return Section("GPUs", tuple(n for n in names if devices or n != "gpu_devices"))
+
 
 # The guide's profiles (3.2) and the model combinations of its appendix B, corrected
 # (no --request-timeout, --swap-space or --disable-log-requests where they do not exist).
@@ -323,7 +346,7 @@ def build(values: Mapping[str, str]) -> LaunchSpec:
         safety.integer("gpu_devices", d, maximum=63)
         for d in values["gpu_devices"].replace(" ", "").split(",")
         if d
-    )
+    ) or tuple(range(tp * pp))  # blank: the first GPUs, so a form that does not show it still works
     if len(devices) != tp * pp:
         raise safety.UnsafeValue(
             f"gpu_devices: {len(devices)} device(s) listed for TP {tp} x PP {pp} = {tp * pp} GPUs"
@@ -450,41 +473,46 @@ def _defaults_that_differ(spec: LaunchSpec) -> list[tuple[str, str | None]]:
 
 
 def generator(
-    *, key: str, label: str, description: str, render: Callable[[LaunchSpec], list[ConfigFile]]
+    *,
+    key: str,
+    label: str,
+    description: str,
+    render: Callable[[LaunchSpec], list[ConfigFile]],
+    sections: tuple[Section, ...],
+    build: Callable[[Mapping[str, str]], LaunchSpec] = build,
+    defaults: Mapping[str, str] | None = None,
 ) -> Generator:
-    """A launch generator: the shared fields, presets and cross-checks, its own render."""
+    """A launch generator: the shared fields (with its own `defaults`, if any), presets and
+    cross-checks, its own render and the fields its form shows; the others keep their
+    defaults, so one URL renders all four."""
     return Generator(
         key=key,
         label=label,
         description=description,
-        fields=LAUNCH_FIELDS,
+        fields=tuple(replace(f, default=(defaults or {}).get(f.name, f.default)) for f in LAUNCH_FIELDS),
         build=build,
         render=render,
-        checks=checks,
+        checks=partial(checks, shown=frozenset(name for s in sections for name in s.fields)),
         presets=PRESETS,
         preset_labels=PRESET_LABELS,
+        sections=sections,
     )
 
 
-def checks(spec: LaunchSpec) -> list[Check]:
+def checks(spec: LaunchSpec, *, shown: frozenset[str] | None = None) -> list[Check]:
     """What the version left out, then the launch's cross-checks."""
     _, notes = serve_args(spec)
-    return [Check("ok", note) for note in notes] + launch_checks(spec)
+    return [Check("ok", note) for note in notes] + launch_checks(spec, shown=shown)
 
 
-def launch_checks(spec: LaunchSpec) -> list[Check]:
+def launch_checks(spec: LaunchSpec, *, shown: frozenset[str] | None = None) -> list[Check]:
+    """The cross-checks; those on a setting the generator does not show (`shown`; None: all)
+    are left out, as it never reaches that generator's files: no Kubernetes memory request
+    beside a docker command, no /dev/shm size for a host's own."""
     checks = sizing_checks(spec)
-    if spec.gpu_count > 1 and spec.shm_size_gib < 8:
-        checks.append(
-            Check(
-                "warning",
-                f"/dev/shm of {spec.shm_size_gib} GiB for {spec.gpu_count} GPUs",
-                "Tensor-parallel workers exchange through shared memory; NCCL aborts when it runs out "
-                "(guide 2.5.3).",
-                "shm_size_gib 8 (or --ipc=host)",
-            )
-        )
-    if spec.memory_request_gib > spec.memory_limit_gib:
+    if shown is None or "shm_size_gib" in shown:
+        checks += _shm_checks(spec)
+    if (shown is None or "memory_request_gib" in shown) and spec.memory_request_gib > spec.memory_limit_gib:
         checks.append(
             Check(
                 "error", "Memory request above the limit", "Kubernetes refuses such a pod.", "raise the limit"
@@ -498,6 +526,21 @@ def launch_checks(spec: LaunchSpec) -> list[Check]:
                 "and other processes",
                 "Graph capture and the sampler's warm-up run outside the budget before 0.20.",
                 "0.9-0.92",
+            )
+        )
+    return checks
+
+
+def _shm_checks(spec: LaunchSpec) -> list[Check]:
+    checks = []
+    if spec.gpu_count > 1 and spec.shm_size_gib < 8:
+        checks.append(
+            Check(
+                "warning",
+                f"/dev/shm of {spec.shm_size_gib} GiB for {spec.gpu_count} GPUs",
+                "Tensor-parallel workers exchange through shared memory; NCCL aborts when it runs out "
+                "(guide 2.5.3).",
+                "shm_size_gib 8 (or --ipc=host)",
             )
         )
     return checks

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from diagnostics.configgen import launch, vllm_serve
-from diagnostics.configgen.base import ConfigFile
+from diagnostics.configgen.base import ConfigFile, Section
 
 
 def unit(spec: launch.LaunchSpec) -> str:
@@ -186,4 +186,22 @@ GENERATOR = launch.generator(
     description="A unit for vllm serve and a watchdog: health loop, restart with cooldown and a budget, "
     "OOM detection from the kernel log, alerts to a webhook.",
     render=render,
+    sections=(
+        launch.MODEL_SECTION,
+        launch.gpu_section(),
+        launch.MEMORY_SECTION,
+        Section("Service", ("name", "service_user", "venv", "model_cache", "port")),
+        Section(
+            "Watchdog",
+            (
+                "health_interval_s",
+                "failures_before_restart",
+                "restart_cooldown_s",
+                "restart_budget_per_hour",
+                "alert_webhook",
+            ),
+        ),
+        launch.ENGINE_FLAGS_SECTION,
+        Section("Start-up", ("host", "startup_minutes"), advanced=True),
+    ),
 )

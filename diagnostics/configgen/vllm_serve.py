@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from diagnostics.configgen import launch
-from diagnostics.configgen.base import ConfigFile
+from diagnostics.configgen.base import ConfigFile, Section
 
 
 def command_lines(spec: launch.LaunchSpec, program: list[str]) -> list[str]:
@@ -50,4 +50,12 @@ GENERATOR = launch.generator(
     label="vLLM launch command",
     description="`vllm serve` for a chosen version, with only the flags it accepts.",
     render=render,
+    sections=(
+        launch.MODEL_SECTION,
+        launch.gpu_section(),
+        launch.MEMORY_SECTION,
+        Section("Server", ("port", "host", "api_key_env")),
+        launch.ENGINE_FLAGS_SECTION,
+        Section("Script", ("name", "model_cache"), advanced=True),
+    ),
 )

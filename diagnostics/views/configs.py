@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import io
 import tarfile
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.htmx import wants_partial
@@ -18,7 +20,7 @@ from core.roles import Role, role_required
 from diagnostics import configgen_fill
 from diagnostics.configgen import nginx_lint, registry
 from diagnostics.configgen.base import ConfigFile, Generator, SpecErrors
-from diagnostics.configgen_forms import config_form
+from diagnostics.configgen_forms import config_form, inline_code
 from fleet.models import Gateway, Instance
 
 CONTENT_TYPES = {"json": "application/json", "yaml": "application/yaml", "python": "text/x-python"}
@@ -37,14 +39,22 @@ def _given(request: HttpRequest, generator: Generator) -> tuple[dict[str, str], 
     filled: dict[str, str] = {}
     notes = []
     if instance_id := request.GET.get("from_instance"):
-        instance = get_object_or_404(Instance, pk=instance_id)
-        filled, notes = configgen_fill.from_instance(instance), [f"Filled from instance {instance.name}."]
+        instance = get_object_or_404(Instance, pk=_pk(instance_id))
+        filled = configgen_fill.from_instance(instance)
+        notes = [_("Filled from instance %(name)s.") % {"name": instance.name}]
     elif gateway_id := request.GET.get("from_gateway"):
-        gateway = get_object_or_404(Gateway, pk=gateway_id)
-        filled, notes = configgen_fill.from_gateway(gateway), [f"Filled from gateway {gateway.name}."]
+        gateway = get_object_or_404(Gateway, pk=_pk(gateway_id))
+        filled = configgen_fill.from_gateway(gateway)
+        notes = [_("Filled from gateway %(name)s.") % {"name": gateway.name}]
     filled = {k: v for k, v in filled.items() if k in names}
     filled.update({k: v for k, v in request.GET.items() if k in names})
     return filled, notes
+
+
+def _pk(value: str) -> int:
+    if not value.isdigit():
+        raise Http404("No such inventory object.")
+    return int(value)
 
 
 def generated(generator: Generator, given: dict[str, str], preset: str) -> dict[str, Any]:
@@ -63,14 +73,17 @@ def generated(generator: Generator, given: dict[str, str], preset: str) -> dict[
         "values": values,
         "errors": given_errors,
         "files": generator.render(spec),
-        "checks": generator.checks(spec),
+        "checks": [
+            replace(c, title=inline_code(c.title), why=inline_code(c.why)) for c in generator.checks(spec)
+        ],
     }
 
 
 @require_GET
 @role_required(Role.ENGINEER)
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "diagnostics/configs/index.html", {"generators": registry.GENERATORS.values()})
+    generators = [(g, inline_code(g.description)) for g in registry.GENERATORS.values()]
+    return render(request, "diagnostics/configs/index.html", {"generators": generators})
 
 
 @require_GET
@@ -81,17 +94,32 @@ def generator_page(request: HttpRequest, kind: str) -> HttpResponse:
     given, notes = _given(request, generator)
     context = generated(generator, given, preset)
     state = {**given, **({"preset": preset} if preset else {})}
+    form = config_form(generator, context["values"], context["errors"])
     context.update(
         generator=generator,
+        description=inline_code(generator.description),
         preset=preset,
         notes=notes,
         query=urlencode(state),
-        form=config_form(generator, context["values"], context["errors"]),
+        form=form,
+        # Values in the URL this form does not show travel on, so the link and the
+        # deployment archive keep them.
+        carried={k: v for k, v in given.items() if k not in form.fields},
         deployment=kind in registry.DEPLOYMENT,
+        **_instance_picker(request, generator),
     )
     if wants_partial(request, "preview"):
         return render(request, "diagnostics/configs/_preview.html", context)
     return render(request, "diagnostics/configs/generator.html", context)
+
+
+def _instance_picker(request: HttpRequest, generator: Generator) -> dict[str, Any]:
+    """The instances for "Fill from instance", where the generator has a field an instance
+    fills. It sends ?from_instance=<pk>, as the instance page's "Launch config" link does."""
+    if not configgen_fill.INSTANCE_FIELDS & {f.name for f in generator.fields}:
+        return {"instances": None, "from_instance": ""}
+    instances = Instance.objects.order_by("name").only("pk", "name", "served_model_name", "engine")
+    return {"instances": instances, "from_instance": request.GET.get("from_instance", "")}
 
 
 @require_GET
@@ -100,7 +128,7 @@ def download(request: HttpRequest, kind: str) -> HttpResponse:
     """One file (?file=NAME), every file of this generator (?archive=1), or the whole launch
     as vllm serve, docker, Kubernetes and systemd files (?archive=deployment)."""
     generator = _generator(kind)
-    given, _ = _given(request, generator)
+    given, _notes = _given(request, generator)
     preset = request.GET.get("preset", "")
     kinds = (
         registry.DEPLOYMENT
@@ -109,8 +137,10 @@ def download(request: HttpRequest, kind: str) -> HttpResponse:
     )
     files: list[ConfigFile] = []
     try:
+        # Every file from this page's values, its own defaults included (k8s: no device list).
+        values = generator.values(given, preset=preset)
         for key in kinds:
-            files += registry.get(key).render(registry.get(key).spec(given, preset=preset))
+            files += registry.get(key).render(registry.get(key).spec(values))
     except SpecErrors as exc:
         return HttpResponse(f"Cannot generate: {exc}\n", status=400, content_type="text/plain")
     wanted = request.GET.get("file")

@@ -33,3 +33,75 @@ def test_an_engineer_types_a_rate_and_the_nginx_preview_follows(page, live_serve
         page.screenshot(path=str(OUTPUT_DIR / "configs-nginx.png"), full_page=True)
     finally:
         connections.close_all()
+
+
+LONG_NGINX = (
+    "server {\n  listen 80;\n  location /v1/ {\n"
+    "    proxy_pass http://a-very-long-upstream-name-for-a-gateway-that-goes-on-and-on.internal.example:8000;\n"
+    "    add_header X-Explain 'a header whose value is long enough to be wider than any window at all, "
+    "and then some more words to be sure of it, and more';\n  }\n}\n"
+)
+
+
+def _config_pages() -> list[str]:
+    from diagnostics.configgen import registry
+
+    return ["/configs/", *(f"/configs/{key}/" for key in registry.GENERATORS), "/configs/nginx/lint/"]
+
+
+def _fits(page, name: str) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.evaluate("window.innerWidth"), (name, width)
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
+def test_no_config_page_scrolls_sideways(page, live_server, cast, size):
+    from tests.factories import make_host, make_instance
+
+    make_instance(make_host(), name="chat-wide", served_model_name="meta-llama/Llama-3.1-70B-Instruct")
+    OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        page.set_viewport_size({"width": size[0], "height": size[1]})
+        log_in(page, live_server, cast.engineer, "/configs/")
+        for path in _config_pages():
+            page.goto(f"{live_server.url}{path}")
+            name = path.strip("/").replace("/", "-")
+            _fits(page, name)
+            page.screenshot(path=str(OUTPUT_DIR / f"{name}-{size[0]}.png"), full_page=True)
+        page.fill("#id_text", LONG_NGINX)
+        page.click("form.lint-form button[type=submit]")
+        page.wait_for_selector(".finding pre.fix")
+        _fits(page, "lint findings")
+        page.screenshot(path=str(OUTPUT_DIR / f"configs-nginx-lint-findings-{size[0]}.png"), full_page=True)
+    finally:
+        connections.close_all()
+
+
+def test_an_engineer_fills_the_kubernetes_form_from_an_instance_by_keyboard_and_mouse(
+    page, live_server, cast
+):
+    from tests.factories import make_host, make_instance
+
+    instance = make_instance(make_host(), name="chat-k8s", max_num_seqs=96, tensor_parallel_size=1)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        log_in(page, live_server, cast.engineer, "/configs/k8s/")
+        page.wait_for_selector("#preview pre.config")
+        assert page.evaluate("document.activeElement.id") == "id_model"
+        assert page.is_visible("#id_namespace") and page.locator("#id_gpu_devices").count() == 0
+        assert not page.is_visible("#id_startup_minutes")  # folded under Advanced
+        page.click("details.advanced > summary")
+        assert page.is_visible("#id_startup_minutes")
+
+        page.select_option("#id_from_instance", str(instance.pk))
+        page.wait_for_url(f"**/configs/k8s/?from_instance={instance.pk}")
+        assert page.input_value("#id_max_num_seqs") == "96" and page.input_value("#id_name") == "chat-k8s"
+        assert "name: chat-k8s" in page.inner_text("#preview")
+
+        with page.expect_response(lambda r: "replicas=2" in r.url and r.request.headers.get("hx-request")):
+            page.fill("#id_replicas", "2")
+        page.wait_for_function("document.querySelector('#preview').innerText.includes('replicas: 2')")
+        assert f"from_instance={instance.pk}" in page.url and "max_num_seqs=96" in page.url
+        page.screenshot(path=str(OUTPUT_DIR / "configs-k8s-from-instance.png"), full_page=True)
+    finally:
+        connections.close_all()
