@@ -4,7 +4,8 @@ latest probe results and the findings the classifier stored with their evidence
 false when a probe kind that would have found it ran and did not, unknown otherwise.
 
 A condition reads the findings it names in MATCHES (finding codes or taxonomy categories);
-a condition not listed there reads the findings of the category of its own name."""
+a condition not listed there reads the findings of the category of its own name. A condition
+in ANY_OF holds when one of its parts does (the first that holds gives the evidence)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ from typing import Any
 # condition -> (what it means, the probe kinds that measure it)
 CONDITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "reachable": ("the engine answers /health", ("health",)),
+    "refused": ("connections are refused: nothing listens on the port", ("health",)),
+    "failing": (
+        "requests fail: refused, unanswered, an error status or ended in error",
+        ("health", "metrics"),
+    ),
     "timeout.connect": ("connecting takes over 1 s or fails", ("health",)),
     "timeout.network": ("requests are lost or reset in the network", ("health",)),
     "timeout.ttft": ("time to first token (TTFB) over 5 s", ("health", "stream")),
@@ -21,7 +27,8 @@ CONDITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rate_limit.http_429": ("requests get HTTP 429", ("health", "stream")),
     "rate_limit.queue": ("more than 10 requests waiting, or the batch is full", ("metrics",)),
     "oom.kv_pressure": ("KV cache full with preemptions or waiting requests", ("metrics",)),
-    "errors.requests": ("requests finish with abort or error", ("metrics",)),
+    "errors.requests": ("requests finish with abort or error", ("health", "stream", "metrics")),
+    "errors.http_5xx": ("requests or /health get HTTP 500, 502 or 503", ("health", "stream")),
     "process.engine_dead": ("/health says the engine is dead (500/503)", ("health",)),
     "process.gone": ("the engine's process is gone from the GPU", ("gpu",)),
     "process.hung": ("the engine answers but makes no progress", ("metrics",)),
@@ -35,7 +42,11 @@ CONDITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 # are taxonomy keys; the trees ask finer or coarser questions): codes or categories.
 MATCHES: dict[str, frozenset[str]] = {
     "timeout.connect": frozenset({"timeout.connect", "network.tls", "connect.refused", "process.gone"}),
-    "errors.requests": frozenset({"requests.failing"}),
+    "refused": frozenset({"connect.refused", "process.gone"}),
+    "errors.requests": frozenset({"requests.failing", "request.failed"}),
+    "errors.http_5xx": frozenset({"server.5xx", "process.engine_dead"}),
+    # kv.high (usage high, nothing waiting) is the cache doing its job, not pressure
+    "oom.kv_pressure": frozenset({"kv.pressure", "kv.preemptions"}),
     "process.gone": frozenset({"process.gone"}),
     "process.hung": frozenset({"process.hung", "process.unresponsive"}),
     "gpu.thermal": frozenset({"gpu.thermal", "gpu.hot"}),
@@ -43,6 +54,9 @@ MATCHES: dict[str, frozenset[str]] = {
     "gpu.saturated": frozenset({"gpu.saturated"}),
     "gpu.xid": frozenset({"gpu.xid"}),
     "gpu.ecc": frozenset({"gpu.ecc"}),
+}
+ANY_OF: dict[str, tuple[str, ...]] = {
+    "failing": ("not reachable", "errors.requests"),
 }
 # Findings that mean the engine did not answer its health route.
 _UNREACHABLE = frozenset(
@@ -72,6 +86,8 @@ def read(condition: str, *, findings: list[dict[str, Any]], measured: set[str]) 
 
 
 def _read(name: str, findings: list[dict[str, Any]], measured: set[str]) -> Reading:
+    if name in ANY_OF:
+        return _read_any(ANY_OF[name], findings, measured)
     label, kinds = CONDITIONS[name]
     if name == "reachable":
         down = [f for f in findings if f.get("category") in _UNREACHABLE and f.get("source") == "readiness"]
@@ -85,4 +101,15 @@ def _read(name: str, findings: list[dict[str, Any]], measured: set[str]) -> Read
         return Reading(
             False, f"the latest {'/'.join(sorted(measured & set(kinds)))} probe found no sign that {label}"
         )
+    return Reading(None, "")
+
+
+def _read_any(parts: tuple[str, ...], findings: list[dict[str, Any]], measured: set[str]) -> Reading:
+    """True on the first part that holds; false only when every part was measured false."""
+    readings = [read(part, findings=findings, measured=measured) for part in parts]
+    held = next((r for r in readings if r.value), None)
+    if held is not None:
+        return held
+    if all(r.value is False for r in readings):
+        return Reading(False, "; ".join(r.evidence for r in readings))
     return Reading(None, "")

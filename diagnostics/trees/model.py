@@ -5,8 +5,9 @@ A tree has a start node and nodes. A question node asks one thing, says how to a
 (`how`, an optional `command` and `metric`) and lists answers, each leading to another node
 (`next`) or into another tree (`goto`); an answer may carry `when`, a probe condition that
 answers it from live data. A leaf gives the root cause, the fix, and optionally the config
-generator preset that applies it. Loading refuses unknown keys and nodes, unreachable
-nodes, cycles and dead ends, naming the file and the node.
+generator preset that applies it. A tree, a node and a correction may name the guide's
+sections they follow (`source`, see sources.py). Loading refuses unknown keys, nodes and
+sections, unreachable nodes, cycles and dead ends, naming the file and the node.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from typing import Any
 import yaml
 
 from core.taxonomy import CATEGORIES
+from diagnostics.trees.sources import SECTIONS, Section
 
 DATA = Path(__file__).parent / "data"
 
-_TREE_KEYS = {"id", "title", "category", "summary", "start", "nodes", "corrections"}
-_QUESTION_KEYS = {"question", "how", "command", "metric", "answers", "note"}
-_LEAF_KEYS = {"cause", "fix", "category", "config", "command", "note", "see"}
+_TREE_KEYS = {"id", "title", "category", "summary", "start", "nodes", "corrections", "source"}
+_QUESTION_KEYS = {"question", "how", "command", "metric", "answers", "note", "source"}
+_LEAF_KEYS = {"cause", "fix", "category", "config", "command", "note", "see", "source"}
+_CORRECTION_KEYS = {"text", "source"}
 _ANSWER_KEYS = {"answer", "next", "goto", "when"}
 _CONFIG_KEYS = {"kind", "preset", "set"}
 
@@ -49,6 +52,17 @@ class ConfigLink:
 
 
 @dataclass(frozen=True)
+class Correction:
+    """Where a tree departs from the guide, and the guide's sections it departs from."""
+
+    text: str
+    sources: tuple[Section, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class Node:
     id: str
     question: str = ""
@@ -62,6 +76,7 @@ class Node:
     category: str = ""
     config: ConfigLink | None = None
     see: tuple[str, ...] = ()
+    sources: tuple[Section, ...] = ()
 
     @property
     def is_leaf(self) -> bool:
@@ -76,7 +91,8 @@ class Tree:
     summary: str
     start: str
     nodes: dict[str, Node]
-    corrections: tuple[str, ...] = ()
+    corrections: tuple[Correction, ...] = ()
+    sources: tuple[Section, ...] = ()
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
@@ -121,7 +137,8 @@ def parse_tree(data: Any, *, source: str) -> Tree:
         summary=_text(data, "summary", source),
         start=_text(data, "start", source, required=True),
         nodes=nodes,
-        corrections=tuple(str(c) for c in corrections),
+        corrections=tuple(_correction(c, f"{source} correction {i + 1}") for i, c in enumerate(corrections)),
+        sources=_sources(data, source),
     )
     _check_graph(tree, source)
     return tree
@@ -144,6 +161,7 @@ def _node(node_id: str, raw: Any, where: str) -> Node:
             note=_text(raw, "note", where),
             config=_config(raw.get("config"), where),
             see=tuple(str(s) for s in see),
+            sources=_sources(raw, where),
         )
     _require("question" in raw, where, "a node needs a 'question' (or a 'cause' for a leaf)")
     _unknown(raw, _QUESTION_KEYS, where)
@@ -157,7 +175,27 @@ def _node(node_id: str, raw: Any, where: str) -> Node:
         metric=_text(raw, "metric", where),
         note=_text(raw, "note", where),
         answers=tuple(_answer(a, f"{where} answer {i + 1}") for i, a in enumerate(answers)),
+        sources=_sources(raw, where),
     )
+
+
+def _sources(data: dict, where: str) -> tuple[Section, ...]:
+    """The guide's sections, by number; written as text ("2.2", not 2.2, which YAML reads as a float)."""
+    raw = data.get("source", [])
+    raw = [raw] if isinstance(raw, str) else raw
+    _require(isinstance(raw, list), where, "'source' must be a section number or a list of them")
+    for number in raw:
+        _require(isinstance(number, str), where, f"quote the section number {number!r} in 'source'")
+        _require(number in SECTIONS, where, f"the guide has no section {number!r}")
+    return tuple(Section(number) for number in raw)
+
+
+def _correction(raw: Any, where: str) -> Correction:
+    if isinstance(raw, str):
+        return Correction(text=raw.strip())
+    _require(isinstance(raw, dict), where, "a correction is text or a mapping with 'text' and 'source'")
+    _unknown(raw, _CORRECTION_KEYS, where)
+    return Correction(text=_text(raw, "text", where, required=True), sources=_sources(raw, where))
 
 
 def _answer(raw: Any, where: str) -> Answer:

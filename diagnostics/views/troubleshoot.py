@@ -1,6 +1,7 @@
 """Decision-tree walkthroughs: each answer swaps in the next step over HTMX, the path is in
 the URL, back and restart are links; from an instance, the probes answer what they can
-with their evidence and the engineer may override; a walkthrough can be saved."""
+with their evidence and the engineer may override, and the commands point at the instance;
+a walkthrough can be saved."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from core.htmx import wants_partial
 from core.roles import Role, role_required
 from core.taxonomy import label
 from diagnostics.models import SavedWalkthrough
-from diagnostics.trees.model import trees
+from diagnostics.trees.commands import Target, fill
+from diagnostics.trees.model import Node, trees
 from diagnostics.trees.walk import Facts, Walk, walk
 from fleet.models import Instance
 
@@ -36,7 +38,7 @@ def _facts(instance: Instance | None) -> Facts | None:
     state = getattr(instance, "state", None)
     if state is None:
         return Facts(findings=[], measured=set(), instance_name=instance.name)
-    measured = {kind for kind, _ in state.measured_kinds}
+    measured = {kind for kind in state.kinds if state.measured_at(kind)}
     return Facts(findings=list(state.findings or []), measured=measured, instance_name=instance.name)
 
 
@@ -45,6 +47,24 @@ def _instance(request: HttpRequest) -> Instance | None:
     if not pk or not str(pk).isdigit():
         return None
     return get_object_or_404(Instance.objects.select_related("state"), pk=pk)
+
+
+def _target(instance: Instance | None) -> Target | None:
+    if instance is None:
+        return None
+    gateway = instance.gateways.order_by("name").first()
+    return Target(
+        base_url=instance.base_url,
+        model=instance.served_model_name,
+        gateway_url=gateway.url if gateway else "",
+    )
+
+
+def _shown(node: Node | None, target: Target | None) -> dict[str, str]:
+    """The node's texts with the instance's address, port, model and gateway filled in."""
+    if node is None:
+        return {}
+    return {key: fill(getattr(node, key), target=target) for key in ("how", "command", "fix")}
 
 
 def link(tree_id: str, path: list[int], instance: Instance | None) -> str:
@@ -107,6 +127,7 @@ def _context(tree_id: str, result: Walk, instance: Instance | None) -> dict[str,
         if result.finished and result.current.category
         else "",
         "config_link": _config_link(result),
+        "shown": _shown(result.current, _target(instance)),
     }
 
 

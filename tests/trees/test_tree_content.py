@@ -434,7 +434,9 @@ def test_metric_names_are_the_current_ones(trees):
 
 
 def test_the_corrections_cite_the_seed_notes(trees):
-    cited = {int(n) for tree in trees.values() for c in tree.corrections for n in re.findall(r"#(\d+)", c)}
+    cited = {
+        int(n) for tree in trees.values() for c in tree.corrections for n in re.findall(r"#(\d+)", c.text)
+    }
     assert set(range(1, 16)) <= cited
 
 
