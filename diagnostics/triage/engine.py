@@ -2,7 +2,9 @@
 (one combined automaton, as `grep -E` does), and only the lines it finds are matched rule by
 rule. Chunks are scanned on a few threads (RE2 runs without the GIL) and merged in order.
 The result ranks the first fatal cause above its consequences (an OOM kill that then shows
-as timeouts and 502s is an OOM) and keeps a few example lines per rule with context.
+as timeouts and 502s is an OOM) and keeps a few example lines per rule with context. An
+access log also gets its story (access_story): among findings of the same severity, the
+category its lead cause points at comes first (a 429 spike outranks a few 502s).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import re2
 
 from core.taxonomy import label
 from diagnostics.triage import exit_codes, sources
-from diagnostics.triage.access_log import AccessStats, looks_like_access_log
+from diagnostics.triage.access_log import AccessStats, access_format, fields_in
+from diagnostics.triage.access_story import Story, lead_categories, tell
 from diagnostics.triage.rules import Rule, shipped
 
 CHUNK_BYTES = 8 << 20
@@ -94,6 +97,7 @@ class TriageResult:
     sources: list[str]
     exit_codes: list[dict[str, Any]]
     access: dict[str, Any] | None = None  # nginx access-log analysis, when the log is one
+    story: dict[str, Any] | None = None  # what the access log says, its causes ranked
 
     @property
     def primary(self) -> Finding | None:
@@ -129,6 +133,7 @@ class TriageResult:
             "lines": self.lines,
             "bytes": self.bytes,
             "access_log": self.access,
+            "access_story": self.story,
         }
 
 
@@ -293,8 +298,13 @@ def triage_stream(
                 cut = len(buf)  # a line longer than any log line: cut it rather than hold it
             if not scan.head:
                 scan.head = buf[:65536]
-                if looks_like_access_log(scan.head):
-                    access = AccessStats(window_minutes=window_minutes)
+                found_format = access_format(scan.head)
+                if found_format:
+                    access = AccessStats(
+                        window_minutes=window_minutes,
+                        format=found_format,
+                        fields=fields_in(scan.head, found_format),
+                    )
             if access is not None:
                 access.feed(buf[:cut])
             pending.append(pool.submit(_scan_chunk, scan.matcher, buf, cut))
@@ -332,7 +342,8 @@ def _result(scan: _Scan, access: AccessStats | None = None) -> TriageResult:
                 rules=hits,
             )
         )
-    findings.sort(key=lambda f: f.rank)
+    story = tell(stats=access) if access is not None and access.found else None
+    findings.sort(key=_ranking(story))
     return TriageResult(
         findings=findings,
         lines=scan.lines,
@@ -340,7 +351,20 @@ def _result(scan: _Scan, access: AccessStats | None = None) -> TriageResult:
         sources=sources.detect(scan.head),
         exit_codes=scan.exit_codes,
         access=access.to_dict() if access is not None and access.found else None,
+        story=story.to_dict() if story is not None else None,
     )
+
+
+def _ranking(story: Story | None) -> Callable[[Finding], tuple[int, int, int]]:
+    """Severity first; within a severity, the access story's lead category, then the first line."""
+    preferred = list(lead_categories(story))
+
+    def key(finding: Finding) -> tuple[int, int, int]:
+        severity, first_line = finding.rank
+        pick = preferred.index(finding.category) if finding.category in preferred else len(preferred)
+        return (severity, pick, first_line)
+
+    return key
 
 
 def triage_text(text: str | bytes, **options: Any) -> TriageResult:

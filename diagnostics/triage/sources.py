@@ -9,7 +9,11 @@ SIGNATURES = (
     ("tgi", rb"text_generation_(?:router|launcher|server)|text-generation-launcher"),
     ("ollama", rb"(?:ollama|source=\S+\.go:\d+)"),
     ("nginx_error", rb"\[(?:error|warn|crit|alert|emerg)\] \d+#\d+:"),
-    ("nginx_access", rb'\d+\.\d+\.\d+\.\d+ - \S+ \[[^\]]+\] "(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) '),
+    (
+        "nginx_access",
+        rb'(?:\d+\.\d+\.\d+\.\d+ - \S+ \[[^\]]+\] "(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) '
+        rb'|\{[^\n]*"remote_addr":[^\n]*"status":)',
+    ),
     ("kernel", rb"(?:kernel: |^\[\s*\d+\.\d+\] |Out of memory: Killed process|NVRM: Xid)"),
     ("docker_inspect", rb'"(?:OOMKilled|ExitCode)":'),
     ("kubectl_describe", rb"(?m)^(?:Namespace|Containers|Last State|Events):"),

@@ -1,5 +1,5 @@
 """Log triage: a paste gets its answer at once; an upload is read by a worker with a
-progress bar that polls until the run is done."""
+progress bar that polls until the run is done. An access log leads with its story."""
 
 from __future__ import annotations
 
@@ -11,15 +11,18 @@ import plotly.io as pio
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.htmx import wants_partial
 from core.roles import Role, role_required
 from diagnostics import triage_service
 from diagnostics.models import TriageRun
+from diagnostics.triage.access_story import describe
 from diagnostics.triage.engine import TriageInputError
 
 HTMX_STOP_POLLING = 286
+CLASS_COLOURS = {"2xx": "#1d8a5b", "3xx": "#7f9cc4", "4xx": "#98a2b3", "429": "#d68910", "5xx": "#c0392b"}
 
 
 @require_http_methods(["GET", "POST"])
@@ -35,9 +38,9 @@ def triage(request: HttpRequest) -> HttpResponse:
             return redirect("diagnostics:triage-run", pk=run.pk)
         context["text"] = request.POST.get("text", "")
         context["result"] = triage_service.triage_paste(context["text"])
-        context["chart"] = access_chart(context["result"].get("access_log"))
+        context.update(_access_context(context["result"]))
     except RequestDataTooBig:
-        context["error"] = "The paste is too large; upload the log as a file."
+        context["error"] = _("The paste is too large; upload the log as a file.")
     except TriageInputError as exc:
         context["error"] = str(exc)
     return render(request, "diagnostics/triage/page.html", context, status=400 if "error" in context else 200)
@@ -48,7 +51,7 @@ def triage(request: HttpRequest) -> HttpResponse:
 def run_page(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(TriageRun, pk=pk)
     result = run.result or {}
-    context = {"run": run, "result": result, "chart": access_chart(result.get("access_log"))}
+    context = {"run": run, "result": result, **_access_context(result)}
     if wants_partial(request, "triage-run"):
         response = render(request, "diagnostics/triage/_run.html", context)
         if run.is_finished:
@@ -57,23 +60,29 @@ def run_page(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "diagnostics/triage/run.html", context)
 
 
-def access_chart(access: dict[str, Any] | None) -> dict | None:
-    """Requests, 429s and 5xx per window, and the top talkers' requests: the spike."""
-    if not access or not access.get("per_window"):
+def _access_context(result: dict[str, Any]) -> dict[str, Any]:
+    story = describe(result.get("access_story"))
+    return {"story": story, "chart": access_chart(story)}
+
+
+def access_chart(story: dict[str, Any] | None) -> dict | None:
+    """Requests per window by status class, stacked: when the 429s or the 5xx came."""
+    if not story or not story.get("timeline"):
         return None
-    windows = list(access["per_window"])
+    windows = list(story["timeline"])
     figure = go.Figure()
-    for key, name in (("requests", "all requests"), ("429", "429"), ("5xx", "5xx")):
-        figure.add_trace(go.Scatter(x=windows, y=[access["per_window"][w][key] for w in windows], name=name))
-    for ip, points in access.get("per_window_top", {}).items():
-        figure.add_trace(
-            go.Bar(x=list(points), y=list(points.values()), name=ip, opacity=0.45, visible="legendonly")
-        )
+    for name, colour in CLASS_COLOURS.items():
+        counts = [story["timeline"][w].get(name, 0) for w in windows]
+        if any(counts):
+            figure.add_trace(go.Bar(x=windows, y=counts, name=name, marker_color=colour))
     figure.update_layout(
-        height=320,
-        margin={"l": 50, "r": 10, "t": 10, "b": 40},
-        yaxis_title=f"per {access['window_minutes']} min",
-        legend={"orientation": "h", "y": -0.25},
+        barmode="stack",
+        bargap=0.1,
+        height=240,
+        margin={"l": 45, "r": 10, "t": 30, "b": 30},
+        yaxis_title=_("requests per window"),
+        legend={"orientation": "h", "y": 1.15, "x": 0, "traceorder": "normal"},
+        showlegend=True,
         hovermode="x unified",
     )
     return json.loads(pio.to_json(figure))
