@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 
 from fleet import gpu_catalog
 from fleet.models import Engine, Gateway, GatewayKind, Gpu, GpuHost, Instance
@@ -65,6 +66,14 @@ class InstanceFilterSet(_SearchFilterSet):
     search_fields = ("name", "served_model_name", "base_url", "host__name", "engine_version")
     host = django_filters.ModelChoiceFilter(queryset=GpuHost.objects.all(), to_field_name="name")
     engine = django_filters.ChoiceFilter(choices=Engine.choices)
+    # A choice, not a BooleanFilter: its yes/no/"Unknown" select read as if state were unknown.
+    # The values stay true/false, so API clients' ?enabled=true keeps working.
+    enabled = django_filters.ChoiceFilter(
+        choices=[("true", _("Enabled")), ("false", _("Disabled"))],
+        empty_label=_("Any"),
+        method="filter_enabled",
+        label=_("Enabled"),
+    )
     sort = django_filters.OrderingFilter(
         fields=(
             ("name", "name"),
@@ -78,6 +87,9 @@ class InstanceFilterSet(_SearchFilterSet):
     class Meta:
         model = Instance
         fields = ["q", "host", "engine", "enabled"]
+
+    def filter_enabled(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(enabled=value == "true")
 
 
 class GatewayFilterSet(_SearchFilterSet):

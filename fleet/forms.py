@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 
+from fleet import sharing
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 
 
@@ -54,6 +56,14 @@ class GpuForm(forms.ModelForm):
 
 
 class InstanceForm(forms.ModelForm):
+    allow_shared = forms.BooleanField(
+        required=False,
+        label=_("Save anyway (shared on purpose)"),
+        help_text=_("Another instance serves the same base URL or uses the same GPUs, and that is intended."),
+    )
+    # What saving would newly share; the form offers allow_shared only when there is some.
+    new_sharing = sharing.Sharing()
+
     class Meta:
         model = Instance
         fields = Instance.EDITABLE_FIELDS
@@ -100,6 +110,26 @@ class InstanceForm(forms.ModelForm):
                 self.instance.clean_gpus(gpus)
             except ValidationError as exc:
                 self._update_errors(exc)
+        self._refuse_new_sharing(gpus)
+
+    def _refuse_new_sharing(self, gpus: list[Gpu]) -> None:
+        """Name the instances this one would newly share a base URL or a GPU with; refuse
+        unless allow_shared is ticked. `new_sharing` tells the template to offer the box."""
+        base_url = "" if self.has_error("base_url") else self.instance.base_url
+        if self.has_error("gpus"):
+            gpus = []
+        after = sharing.sharing_of(base_url=base_url, gpus=gpus, exclude_pk=self.instance.pk)
+        before = sharing.sharing_by_instance([self._saved()])[self.instance.pk] if self.instance.pk else None
+        self.new_sharing = sharing.added_sharing(before=before, after=after) if before else after
+        if not self.new_sharing or self.cleaned_data.get("allow_shared"):
+            return
+        for field, messages in sharing.conflict_messages(self.new_sharing).items():
+            self.add_error(field, messages)
+        self.add_error(None, _("Tick “Save anyway (shared on purpose)” below to save it shared."))
+
+    def _saved(self) -> Instance:
+        # self.instance already holds the edited values; the sharing it had is the stored row's.
+        return Instance.objects.get(pk=self.instance.pk)
 
 
 class GatewayForm(forms.ModelForm):

@@ -13,11 +13,14 @@ from typing import Any
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.fields import get_error_detail
 from rest_framework.settings import api_settings
 
-from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
+from fleet import sharing
+from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance, Verdict
+from fleet.series import NAMES, SERIES
 
 MAX_GPU_INDEX = 63
 _FORM_ONLY_KEYS = {"csrfmiddlewaretoken"}  # posted by the browsable API's HTML forms
@@ -135,8 +138,55 @@ class GpuIndexesField(serializers.ListField):
         return sorted(gpu.index for gpu in data.all())
 
 
+class FindingSerializer(serializers.Serializer):
+    """One open finding of the probes' latest judgement."""
+
+    code = serializers.CharField(help_text="Taxonomy key, like process.not_started or queue.backlog.")
+    category = serializers.CharField()
+    severity = serializers.CharField(help_text="The verdict this finding alone would give.")
+    evidence = serializers.CharField(help_text="What was measured, in words.")
+    source = serializers.CharField(help_text="readiness, phases, stream, metrics or gpu.")
+
+
+class HealthSerializer(serializers.Serializer):
+    """The probes' verdict on an instance, read-only; what the instance page shows."""
+
+    state = serializers.ChoiceField(
+        choices=Verdict.choices,
+        help_text="The stored verdict; unknown when never probed or disabled. failing: a down "
+        "finding seen, not yet the runs in a row that make it down.",
+    )
+    label = serializers.CharField(help_text="The state as the pages word it, like 'failing 2x in a row'.")
+    reason = serializers.CharField(help_text="The evidence of the first finding; empty when none.")
+    since = serializers.DateTimeField(allow_null=True, help_text="When the verdict last changed.")
+    failing_streak = serializers.IntegerField(help_text="Failed probe cycles in a row.")
+    last_probe_at = serializers.DateTimeField(allow_null=True)
+    findings = FindingSerializer(many=True, help_text="The open findings, most severe first.")
+
+    def to_representation(self, instance: Instance) -> dict[str, Any]:
+        state = getattr(instance, "state", None)  # the reverse one-to-one raises when missing
+        findings = state.findings if state and instance.enabled else []
+        return {
+            "state": instance.verdict,
+            "label": instance.state_label,
+            "reason": findings[0].get("evidence", "") if findings else "",
+            "since": serializers.DateTimeField().to_representation(state.since) if state else None,
+            "failing_streak": state.consecutive_failures if state else 0,
+            "last_probe_at": (
+                serializers.DateTimeField().to_representation(state.last_probe_at)
+                if state and state.last_probe_at
+                else None
+            ),
+            "findings": FindingSerializer(findings, many=True).data,
+        }
+
+
 class InstanceSerializer(_FullCleanSerializer):
-    """An inference engine instance; `api_key_env` is the name of a variable, never a key."""
+    """An inference engine instance; `api_key_env` is the name of a variable, never a key.
+
+    Sharing a base URL or a GPU with another instance is refused (400, naming the other
+    instances) unless `allow_shared` is true; an edit is refused only for sharing it adds.
+    """
 
     url = serializers.HyperlinkedIdentityField(view_name="api-instance-detail")
     host = serializers.SlugRelatedField(
@@ -147,10 +197,47 @@ class InstanceSerializer(_FullCleanSerializer):
         help_text="Indexes of the GPUs on the instance's host; as many as tensor x pipeline "
         "parallel size, or none.",
     )
+    allow_shared = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        default=False,
+        help_text="Save even though another instance serves the same base URL or uses one of "
+        "these GPUs (shared on purpose). Not stored.",
+    )
+    health = HealthSerializer(source="*", read_only=True)
 
     class Meta:
         model = Instance
-        fields = ["id", "url", *Instance.EDITABLE_FIELDS, "created_at", "updated_at"]
+        fields = [
+            "id",
+            "url",
+            *Instance.EDITABLE_FIELDS,
+            "allow_shared",
+            "health",
+            "created_at",
+            "updated_at",
+        ]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        allow_shared = attrs.pop("allow_shared", False)  # not a model field: keep it off the candidate
+        attrs = super().validate(attrs)
+        if not allow_shared:
+            self._refuse_new_sharing(attrs)
+        return attrs
+
+    def _refuse_new_sharing(self, attrs: dict[str, Any]) -> None:
+        saved = self.instance
+        base_url = attrs.get("base_url", saved.base_url if saved else "")
+        gpus = attrs["gpus"] if "gpus" in attrs else (list(saved.gpus.all()) if saved else [])
+        after = sharing.sharing_of(base_url=base_url, gpus=gpus, exclude_pk=saved.pk if saved else None)
+        if saved is not None:
+            after = sharing.added_sharing(before=sharing.sharing_by_instance([saved])[saved.pk], after=after)
+        if after:
+            errors: dict[str, list[Any]] = dict(sharing.conflict_messages(after))
+            errors[api_settings.NON_FIELD_ERRORS_KEY] = [
+                _("Send allow_shared: true to save it shared on purpose.")
+            ]
+            raise serializers.ValidationError(errors)
 
     def clean_relations(self, candidate: models.Model, attrs: dict[str, Any]) -> None:
         assert isinstance(candidate, Instance)
@@ -201,6 +288,40 @@ class GatewaySerializer(_FullCleanSerializer):
     class Meta:
         model = Gateway
         fields = ["id", "api_url", *Gateway.EDITABLE_FIELDS, "created_at", "updated_at"]
+
+
+class SamplesQuerySerializer(serializers.Serializer):
+    """The samples route's query: which series (comma-separated or repeated) and how far back."""
+
+    series = serializers.CharField(required=False, allow_blank=True, default="")
+    minutes = serializers.IntegerField(required=False, default=60, min_value=1, max_value=7 * 24 * 60)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if hasattr(data, "getlist") and "series" in data:  # ?series=a&series=b as well as ?series=a,b
+            data = {**data.dict(), "series": ",".join(data.getlist("series"))}
+        return super().to_internal_value(data)
+
+    def validate_series(self, value: str) -> list[str]:
+        asked = {name.strip() for name in value.split(",") if name.strip()}
+        unknown = sorted(asked - NAMES)
+        if unknown:
+            raise serializers.ValidationError(f"Unknown series: {', '.join(unknown)}.")
+        return [s.name for s in SERIES if not asked or s.name in asked]
+
+
+class SampleSerializer(serializers.Serializer):
+    series = serializers.CharField(help_text="The series name, as listed in fleet.series.")
+    label = serializers.CharField()
+    unit = serializers.CharField()
+    kind = serializers.CharField(help_text="The probe kind that measures it: health, stream, metrics or gpu.")
+    value = serializers.FloatField(help_text="The latest value seen since `since`.")
+
+
+class SamplesSerializer(serializers.Serializer):
+    """The latest value of each series asked for; a series with no value since `since` is left out."""
+
+    since = serializers.DateTimeField()
+    samples = SampleSerializer(many=True)
 
 
 class ChangeLogEntrySerializer(serializers.ModelSerializer):

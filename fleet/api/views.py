@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import models, transaction
 from django.db.models import Prefetch
+from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -17,10 +21,13 @@ from fleet.api.serializers import (
     GpuSerializer,
     HostSerializer,
     InstanceSerializer,
+    SamplesQuerySerializer,
+    SamplesSerializer,
 )
 from fleet.change_tracking import delete_with_log, record_create, record_update, snapshot
 from fleet.filters import GatewayFilterSet, GpuFilterSet, HostFilterSet, InstanceFilterSet
-from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
+from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance, MetricSample
+from fleet.series import BY_NAME, SERIES
 
 SOURCE = "api"
 
@@ -79,11 +86,43 @@ class GpuViewSet(_InventoryViewSet):
 class InstanceViewSet(_InventoryViewSet):
     """Inference engine instances; `api_key_env` names a variable, the key is never stored."""
 
-    queryset = Instance.objects.select_related("host").prefetch_related(
+    queryset = Instance.objects.select_related("host", "state").prefetch_related(
         Prefetch("gpus", queryset=Gpu.objects.select_related("host"))
     )
     serializer_class = InstanceSerializer
     filterset_class = InstanceFilterSet
+
+    @extend_schema(
+        summary="The latest value of each stored metric series of one instance.",
+        parameters=[
+            OpenApiParameter(
+                "series",
+                OpenApiTypes.STR,
+                description="Series names, comma-separated or repeated; all when omitted. "
+                f"Known: {', '.join(s.name for s in SERIES)}.",
+            ),
+            OpenApiParameter(
+                "minutes",
+                OpenApiTypes.INT,
+                description="How far back to look for a value (1 to 10080; default 60).",
+            ),
+        ],
+        responses=SamplesSerializer,
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def samples(self, request: Request, pk: str | None = None) -> Response:
+        query = SamplesQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        names, minutes = query.validated_data["series"], query.validated_data["minutes"]
+        instance = self.get_object()
+        since = timezone.now() - timedelta(minutes=minutes)
+        latest = MetricSample.objects.latest_values(instances=[instance], names=names, since=since)
+        rows = [
+            {"series": s.name, "label": s.label, "unit": s.unit, "kind": s.kind.value, "value": value}
+            for s in (BY_NAME[n] for n in names)
+            if (value := latest.get((instance.pk, s.name))) is not None
+        ]
+        return Response(SamplesSerializer({"since": since, "samples": rows}).data)
 
 
 class GatewayViewSet(_InventoryViewSet):

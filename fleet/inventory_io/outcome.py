@@ -63,6 +63,8 @@ class ImportPlan:
     errors: list[ImportError_] = field(default_factory=list)
     changes: list[PlannedChange] = field(default_factory=list)
     records: list[Record] = field(default_factory=list, repr=False)
+    # Located like the errors, but they do not stop the import (e.g. a shared base URL).
+    warnings: list[ImportError_] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

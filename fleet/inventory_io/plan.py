@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from fleet.inventory_io.outcome import ImportError_, ImportPlan
+from fleet import sharing
+from fleet.inventory_io.outcome import ImportError_, ImportPlan, PlannedChange
 from fleet.inventory_io.parse_csv import parse_csv
 from fleet.inventory_io.parse_yaml import parse_yaml
 from fleet.inventory_io.records import Record
 from fleet.inventory_io.staging import stage_records
+from fleet.models import Instance
 
 MAX_BYTES = 5 * 1024 * 1024
 FORMATS = ("yaml", "csv")
@@ -39,9 +41,24 @@ def plan_import(*, text: str, fmt: str) -> ImportPlan:
     records, duplicates = _without_duplicates(records)
     with transaction.atomic():
         staged = stage_records(records=records, log=None)
+        warnings = _sharing_warnings(staged.changes)  # read while the staged rows exist
         transaction.set_rollback(True)
     all_errors = sorted(errors + duplicates + staged.errors, key=lambda e: e.line or 0)
-    return ImportPlan(errors=all_errors, changes=staged.changes, records=records)
+    return ImportPlan(errors=all_errors, changes=staged.changes, records=records, warnings=warnings)
+
+
+def _sharing_warnings(changes: list[PlannedChange]) -> list[ImportError_]:
+    """Instances the file creates or changes that would share a base URL or a GPU with
+    another instance: allowed (it may be on purpose), but said before applying."""
+    lines = {c.key: c.line for c in changes if c.kind == "instance" and c.action != "unchanged"}
+    instances = sorted(Instance.objects.filter(name__in=lines), key=lambda i: lines[i.name] or 0)
+    shared = sharing.sharing_by_instance(instances)
+    return [
+        ImportError_(message, line=lines[i.name], kind="instance", key=i.name, field=name)
+        for i in instances
+        for name, messages in sharing.conflict_messages(shared[i.pk]).items()
+        for message in messages
+    ]
 
 
 def _parse(text: str, fmt: str) -> tuple[list[Record], list[ImportError_]]:

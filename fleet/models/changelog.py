@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class ChangeAction(models.TextChoices):
@@ -24,7 +25,7 @@ class ChangeLogEntry(models.Model):
     """
 
     content_type = models.ForeignKey(ContentType, on_delete=models.PROTECT)
-    object_id = models.PositiveBigIntegerField()
+    object_id = models.PositiveBigIntegerField(_("object ID"))
     object_repr = models.CharField(max_length=200)
     action = models.CharField(max_length=8, choices=ChangeAction.choices)
     actor = models.ForeignKey(

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from fleet import gpu_catalog
 from fleet.gpu_catalog import FORM_FACTOR_CHOICES
@@ -52,7 +53,7 @@ class GpuHost(models.Model):
     rack = models.CharField(max_length=63, blank=True)
     tags = models.JSONField(default=list, blank=True, help_text="Free-form labels.")
     cpu_cores = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(4096)]
+        _("CPU cores"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(4096)]
     )
     ram_gb = models.PositiveIntegerField(
         "RAM (GB)", null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
@@ -127,7 +128,9 @@ class Gpu(models.Model):
         "memory (MiB)", blank=True, help_text="Blank: the catalogue's figure for the model."
     )
     numa_node = models.PositiveSmallIntegerField("NUMA node", null=True, blank=True)
-    pci_bus_id = models.CharField("PCI bus id", max_length=16, blank=True, validators=[validate_pci_bus_id])
+    pci_bus_id = models.CharField(
+        _("PCI bus ID"), max_length=16, blank=True, validators=[validate_pci_bus_id]
+    )
     nvlink_peers = models.JSONField(
         "NVLink peers",
         default=list,

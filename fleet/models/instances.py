@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from fleet.models.hosts import Gpu, GpuHost
 from fleet.validators import validate_env_var_name, validate_http_url, validate_name
@@ -94,18 +95,25 @@ class Instance(models.Model):
         help_text="Name of the environment variable that holds the API key. The key itself is never stored.",
     )
     max_model_len = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(16), MaxValueValidator(10_000_000)]
+        _("max model length"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(16), MaxValueValidator(10_000_000)],
     )
     gpu_memory_utilization = models.FloatField(
+        _("GPU memory utilization"),
         default=0.9,
         validators=[MinValueValidator(0.05), MaxValueValidator(1.0)],
         help_text="Fraction of each GPU's total memory this instance may use, weights included.",
     )
     max_num_seqs = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
+        _("max sequences"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
     )
     max_num_batched_tokens = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(10_000_000)]
+        _("max batched tokens"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(10_000_000)],
     )
     tensor_parallel_size = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]

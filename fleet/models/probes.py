@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from fleet.models.instances import Instance
 from fleet.probes.parts import ProbeKind
@@ -76,9 +77,9 @@ class ProbeSettings(models.Model):
         default=3,
         validators=[MinValueValidator(1), MaxValueValidator(100)],
     )
-    connect_timeout_s = models.FloatField(default=3.0)
-    read_timeout_s = models.FloatField(default=10.0)
-    total_deadline_s = models.FloatField(default=15.0)
+    connect_timeout_s = models.FloatField(_("connect timeout (s)"), default=3.0)
+    read_timeout_s = models.FloatField(_("read timeout (s)"), default=10.0)
+    total_deadline_s = models.FloatField(_("total deadline (s)"), default=15.0)
     stream_max_tokens = models.PositiveSmallIntegerField(default=16)
     concurrency = models.PositiveSmallIntegerField(default=100, validators=[MinValueValidator(1)])
     raw_retention_hours = models.PositiveIntegerField(default=24)
@@ -216,7 +217,7 @@ class MetricSample(models.Model):
 
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="samples")
     name = models.CharField(max_length=64)
-    ts = models.DateTimeField()
+    ts = models.DateTimeField(_("time"))
     value = models.FloatField()
     resolution = models.PositiveIntegerField(default=0)
 

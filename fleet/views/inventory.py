@@ -12,6 +12,8 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.text import capfirst
+from django.utils.translation import gettext as _
 from django.views import View
 
 from core.htmx import wants_partial
@@ -94,8 +96,8 @@ class EditView(_KindView):
                 change_tracking.record_create(saved, actor=request.user, source="web")
             else:
                 change_tracking.record_update(saved, before=before, actor=request.user, source="web")
-        verb = "added" if before is None else "saved"
-        messages.success(request, f"{self.kind.singular_label.capitalize()} {saved} {verb}.")
+        done = _("%(kind)s %(name)s added.") if before is None else _("%(kind)s %(name)s saved.")
+        messages.success(request, done % {"kind": capfirst(self.kind.singular_label), "name": saved})
         return redirect(saved.get_absolute_url())
 
     def render_form(self, request, form, obj, *, partial=False, validating=False) -> HttpResponse:
@@ -127,6 +129,10 @@ class DeleteView(_KindView):
         obj = get_object_or_404(self.kind.model, pk=pk)
         name = str(obj)
         cascaded = change_tracking.delete_with_log(obj, actor=request.user, source="web")
-        also = f" with {len(cascaded)} dependent object(s)" if cascaded else ""
-        messages.success(request, f"{self.kind.singular_label.capitalize()} {name} deleted{also}.")
+        kind = capfirst(self.kind.singular_label)
+        if cascaded:
+            done = _("%(kind)s %(name)s deleted with %(count)d dependent object(s).")
+        else:
+            done = _("%(kind)s %(name)s deleted.")
+        messages.success(request, done % {"kind": kind, "name": name, "count": len(cascaded)})
         return redirect(reverse(f"fleet:{self.kind.slug}-list"))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django import forms
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django_filters import FilterSet
 
 from fleet import filters
@@ -18,7 +19,7 @@ from fleet.models import Gateway, Gpu, GpuHost, Instance
 class Kind:
     slug: str
     plural: str
-    singular_label: str
+    singular_label: str  # the labels are lazy translations
     plural_label: str
     plural_noun: str  # mid-sentence: "3 of 7 GPU hosts"
     model: type[models.Model]
@@ -34,10 +35,10 @@ class Kind:
 
 HOSTS = Kind(
     slug="host",
-    plural_noun="GPU hosts",
+    plural_noun=_("GPU hosts"),
     plural="hosts",
-    singular_label="GPU host",
-    plural_label="GPU hosts",
+    singular_label=_("GPU host"),
+    plural_label=_("GPU hosts"),
     model=GpuHost,
     form_class=HostForm,
     filterset_class=filters.HostFilterSet,
@@ -46,10 +47,10 @@ HOSTS = Kind(
 )
 GPUS = Kind(
     slug="gpu",
-    plural_noun="GPUs",
+    plural_noun=_("GPUs"),
     plural="gpus",
-    singular_label="GPU",
-    plural_label="GPUs",
+    singular_label=_("GPU"),
+    plural_label=_("GPUs"),
     model=Gpu,
     form_class=GpuForm,
     filterset_class=filters.GpuFilterSet,
@@ -58,10 +59,10 @@ GPUS = Kind(
 )
 INSTANCES = Kind(
     slug="instance",
-    plural_noun="instances",
+    plural_noun=_("instances"),
     plural="instances",
-    singular_label="inference instance",
-    plural_label="Inference instances",
+    singular_label=_("inference instance"),
+    plural_label=_("Inference instances"),
     model=Instance,
     form_class=InstanceForm,
     filterset_class=filters.InstanceFilterSet,
@@ -70,10 +71,10 @@ INSTANCES = Kind(
 )
 GATEWAYS = Kind(
     slug="gateway",
-    plural_noun="gateways",
+    plural_noun=_("gateways"),
     plural="gateways",
-    singular_label="gateway",
-    plural_label="Gateways",
+    singular_label=_("gateway"),
+    plural_label=_("Gateways"),
     model=Gateway,
     form_class=GatewayForm,
     filterset_class=filters.GatewayFilterSet,

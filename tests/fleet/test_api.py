@@ -388,3 +388,169 @@ def test_the_api_offers_every_field_the_host_form_edits(api_as):
     assert response.status_code == 201, response.json()
     assert response.json()["gpu_telemetry"] == "simulated"
     assert set(GpuHost.EDITABLE_FIELDS) <= set(response.json())
+
+
+# Sharing a base URL or GPUs
+
+
+def test_it_refuses_a_base_url_another_instance_serves_unless_allow_shared(api_as, inventory):
+    client = api_as("sre")
+    payload = _instance_payload(base_url=inventory["instances"].base_url.upper() + "/")
+    refused = client.post("/api/instances/", payload, format="json")
+    _assert_rejected(refused, "base_url")
+    assert refused.json()["base_url"] == [f"vllm-a already serves {inventory['instances'].base_url}."]
+    assert "allow_shared" in refused.json()["non_field_errors"][0]
+    created = client.post("/api/instances/", {**payload, "allow_shared": True}, format="json")
+    assert created.status_code == 201, created.json()
+    assert "allow_shared" not in created.json()
+    assert Instance.objects.filter(name="vllm-new").exists()
+
+
+def test_it_refuses_a_gpu_another_instance_uses_unless_allow_shared(api_as, inventory):
+    client = api_as("sre")
+    refused = client.post("/api/instances/", _instance_payload(gpus=[1]), format="json")
+    _assert_rejected(refused, "gpus")
+    assert refused.json()["gpus"] == ["node-a/gpu1 is already used by vllm-a."]
+    created = client.post("/api/instances/", _instance_payload(gpus=[1], allow_shared=True), format="json")
+    assert created.status_code == 201, created.json()
+
+
+def test_an_edit_of_an_instance_shared_on_purpose_needs_no_override_for_what_it_already_shares(
+    api_as, inventory
+):
+    client = api_as("sre")
+    url = client.post(
+        "/api/instances/", _instance_payload(gpus=[1], allow_shared=True), format="json"
+    ).json()["url"]
+    assert client.patch(url, {"max_model_len": 4096}, format="json").status_code == 200
+    moved = client.patch(url, {"base_url": inventory["instances"].base_url}, format="json")
+    assert moved.status_code == 400 and "vllm-a already serves" in moved.json()["base_url"][0]
+
+
+# Health and samples, read-only
+
+
+def test_an_instance_never_probed_has_an_unknown_health_and_no_findings(api_as, inventory):
+    health = api_as("viewer").get(_detail("instances", inventory["instances"])).json()["health"]
+    assert health == {
+        "state": "unknown",
+        "label": "not probed yet",
+        "reason": "",
+        "since": None,
+        "failing_streak": 0,
+        "last_probe_at": None,
+        "findings": [],
+    }
+
+
+def test_health_is_read_only(api_as, inventory):
+    instance = inventory["instances"]
+    response = api_as("sre").patch(_detail("instances", instance), {"health": {"state": "up"}}, format="json")
+    assert response.status_code == 200 and response.json()["health"]["state"] == "unknown"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_health_and_samples_show_what_a_real_probe_of_the_simulator_found(api_as, simulator, quick_settings):
+    from fleet import probe_service
+    from fleet.models import MetricSample
+    from tests.fleet.probing import simulated_instances
+
+    (instance,) = simulated_instances(1)
+    sim = simulator()
+    probe_service.run_cycle(kind="health")
+    probe_service.run_cycle(kind="metrics")
+    client = api_as("viewer")
+    healthy = client.get(_detail("instances", instance)).json()["health"]
+    assert (healthy["state"], healthy["failing_streak"], healthy["findings"]) == ("up", 0, [])
+    sim.inject(instance.name, {"kind": "refuse_connections"})
+    sim.wait_listening(instance.name, listening=False)
+    probe_service.run_cycle(kind="health")
+    health = client.get(_detail("instances", instance)).json()["health"]
+    assert (health["state"], health["label"], health["failing_streak"]) == (
+        "failing",
+        "failing 1× in a row",
+        1,
+    )
+    assert health["findings"][0]["category"] == "process.not_started"
+    assert health["reason"] == health["findings"][0]["evidence"] and "refused" in health["reason"].lower()
+    assert health["since"] and health["last_probe_at"]
+
+    samples = client.get(f"/api/instances/{instance.pk}/samples/?series=probe_connect_s,kv_cache_usage")
+    assert samples.status_code == 200, samples.json()
+    rows = {row["series"]: row for row in samples.json()["samples"]}
+    assert set(rows) == {"probe_connect_s", "kv_cache_usage"}
+    stored = MetricSample.objects.filter(instance=instance, name="kv_cache_usage").latest("ts")
+    assert (rows["kv_cache_usage"]["value"], rows["kv_cache_usage"]["unit"]) == (stored.value, "fraction")
+    every = client.get(f"/api/instances/{instance.pk}/samples/").json()["samples"]
+    assert {"probe_ttfb_s", "num_requests_running"} <= {row["series"] for row in every}
+
+
+def test_samples_refuse_an_unknown_series_by_name(api_as, inventory):
+    response = api_as("viewer").get(
+        f"/api/instances/{inventory['instances'].pk}/samples/?series=ttft,kv_cache_usage"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"series": ["Unknown series: ttft."]}
+
+
+def test_samples_leave_out_values_older_than_the_window(api_as, inventory):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fleet.models import MetricSample
+
+    instance = inventory["instances"]
+    now = timezone.now()
+    MetricSample.objects.create(
+        instance=instance, name="kv_cache_usage", ts=now - timedelta(hours=2), value=0.5
+    )
+    MetricSample.objects.create(
+        instance=instance, name="probe_ttfb_s", ts=now - timedelta(minutes=5), value=0.2
+    )
+    MetricSample.objects.create(
+        instance=instance, name="probe_ttfb_s", ts=now - timedelta(minutes=1), value=0.3
+    )
+    url = f"/api/instances/{instance.pk}/samples/"
+    recent = api_as("viewer").get(url).json()["samples"]
+    assert [(row["series"], row["value"]) for row in recent] == [("probe_ttfb_s", 0.3)]
+    wider = api_as("viewer").get(url, {"minutes": 180}).json()["samples"]
+    assert [row["series"] for row in wider] == ["kv_cache_usage", "probe_ttfb_s"]
+    repeated = api_as("viewer").get(url, {"minutes": 180, "series": ["probe_ttfb_s", "e2e_p95_s"]})
+    assert [row["series"] for row in repeated.json()["samples"]] == ["probe_ttfb_s"]
+
+
+def test_the_instance_list_with_health_and_findings_stays_at_a_fixed_query_count(api_as):
+    from fleet.models import InstanceState
+
+    client = api_as("viewer")
+    finding = {
+        "code": "queue.backlog",
+        "category": "queue.backlog",
+        "severity": "degraded",
+        "evidence": "50 waiting",
+        "source": "metrics",
+    }
+
+    def add(n: int) -> None:
+        for _ in range(n):
+            host = make_host()
+            instance = make_instance(host, gpus=[make_gpu(host)])
+            InstanceState.objects.create(instance=instance, verdict="degraded", findings=[finding])
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            rows = client.get("/api/instances/").json()["results"]
+        assert all(row["health"]["findings"] == [finding] for row in rows)
+        return len(captured)
+
+    add(2)
+    with_two = queries()
+    add(10)
+    assert queries() == with_two
+
+
+def test_the_schema_documents_health_and_the_samples_route(api_as):
+    schema = api_as("viewer").get("/api/schema/").content.decode()
+    assert "/api/instances/{id}/samples/" in schema
+    assert "failing_streak" in schema and "allow_shared" in schema

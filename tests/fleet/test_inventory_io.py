@@ -368,3 +368,64 @@ def test_it_tells_the_format_from_the_file_extension(filename, fmt):
 def test_it_refuses_to_guess_the_format_of_other_files():
     with pytest.raises(ValueError):
         detect_format("fleet.json")
+
+
+# Sharing a base URL or GPUs: a warning, not an error
+
+
+def test_a_plan_warns_of_an_instance_sharing_a_base_url_or_a_gpu_and_still_imports(small_fleet):
+    text = _yaml("""
+        instances:
+          - name: vllm-twin
+            host: gpu-h100-01
+            base_url: HTTP://127.0.0.1:%d/
+            served_model_name: Qwen/Qwen3-8B
+            gpus: [1]
+    """) % int(small_fleet.base_url.rsplit(":", 1)[1])
+    plan = plan_import(text=text, fmt="yaml")
+    assert plan.ok
+    assert [str(w) for w in plan.warnings] == [
+        f"line 2: instance vllm-twin: base_url: vllm-qwen already serves {small_fleet.base_url}.",
+        "line 2: instance vllm-twin: gpus: gpu-h100-01/gpu1 is already used by vllm-qwen.",
+    ]
+    assert not Instance.objects.filter(name="vllm-twin").exists()  # planning writes nothing
+    apply_import(plan=plan, actor=None, source="import")
+    assert Instance.objects.filter(name="vllm-twin").exists()
+
+
+def test_instances_sharing_with_each_other_in_the_same_file_are_both_warned_of():
+    text = _yaml("""
+        hosts:
+          - {name: node-a, address: 10.0.9.1}
+        instances:
+          - {name: vllm-one, host: node-a, base_url: "http://10.0.9.1:8000", served_model_name: m}
+          - {name: vllm-two, host: node-a, base_url: "http://10.0.9.1:8000/", served_model_name: m}
+    """)
+    plan = plan_import(text=text, fmt="yaml")
+    assert plan.ok
+    assert [(w.key, w.message) for w in plan.warnings] == [
+        ("vllm-one", "vllm-two already serves http://10.0.9.1:8000."),  # stored without its slash
+        ("vllm-two", "vllm-one already serves http://10.0.9.1:8000."),
+    ]
+
+
+def test_an_import_that_shares_nothing_warns_of_nothing(small_fleet):
+    assert plan_import(text=export_inventory(fmt="yaml"), fmt="yaml").warnings == []
+    _wipe()
+    assert plan_import(text=export_inventory(fmt="csv"), fmt="csv").warnings == []
+
+
+def test_the_import_preview_page_shows_the_warnings(sre_client, small_fleet):
+    text = (
+        _yaml("""
+        instances:
+          - {name: vllm-twin, host: gpu-h100-01, base_url: "%s", served_model_name: m}
+    """)
+        % small_fleet.base_url
+    )
+    response = sre_client.post("/fleet/import/preview/", {"text": text, "format": "yaml"})
+    content = response.content.decode()
+    assert response.status_code == 200
+    assert "1 warning: it imports, but check it is on purpose" in content
+    assert f"vllm-qwen already serves {small_fleet.base_url}." in content
+    assert "Apply this import" in content

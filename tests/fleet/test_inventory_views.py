@@ -323,3 +323,126 @@ def test_every_sort_and_page_link_is_a_plain_query_string_that_works(viewer_clie
     assert 'aria-sort="descending"' in viewer_client.get(url + descending).content.decode()
     next_page = next(link for link in _links(content) if "page=2" in link)
     assert "Page 2 of 2" in viewer_client.get(url + next_page).content.decode()
+
+
+# Sharing a base URL or GPUs
+
+
+def instance_form(host, **overrides):
+    data = {
+        "name": "vllm-new",
+        "host": host.pk,
+        "engine": "vllm",
+        "base_url": "http://10.0.0.5:8000",
+        "served_model_name": "m",
+        "tensor_parallel_size": 1,
+        "pipeline_parallel_size": 1,
+        "gpu_memory_utilization": 0.9,
+        "dtype": "auto",
+        "kv_cache_dtype": "auto",
+        "enabled": "on",
+    }
+    data.update(overrides)
+    return data
+
+
+OVERRIDE_BOX = 'name="allow_shared"'
+
+
+def test_the_instance_form_refuses_a_base_url_another_instance_serves_until_told_it_is_on_purpose(sre_client):
+    host = make_host()
+    make_instance(host, name="vllm-b", base_url="http://10.0.0.5:8000")
+    assert OVERRIDE_BOX not in sre_client.get(reverse("fleet:instance-create")).content.decode()
+    refused = sre_client.post(
+        reverse("fleet:instance-create"), instance_form(host, base_url="HTTP://10.0.0.5:8000/")
+    )
+    content = refused.content.decode()
+    assert refused.status_code == 200 and "vllm-b already serves http://10.0.0.5:8000." in content
+    assert OVERRIDE_BOX in content and "Save anyway (shared on purpose)" in content
+    assert not Instance.objects.filter(name="vllm-new").exists()
+    data = instance_form(host, base_url="HTTP://10.0.0.5:8000/", allow_shared="on")
+    assert sre_client.post(reverse("fleet:instance-create"), data).status_code == 302
+    assert Instance.objects.filter(name="vllm-new").exists()
+
+
+def test_the_instance_form_refuses_a_gpu_another_instance_uses(sre_client):
+    host = make_host(name="node-a")
+    gpu = make_gpu(host, index=0)
+    make_instance(host, name="vllm-b", gpus=[gpu])
+    data = instance_form(host, gpus=[gpu.pk])
+    content = sre_client.post(reverse("fleet:instance-create"), data).content.decode()
+    assert "node-a/gpu0 is already used by vllm-b." in content and OVERRIDE_BOX in content
+    assert not Instance.objects.filter(name="vllm-new").exists()
+    assert (
+        sre_client.post(reverse("fleet:instance-create"), {**data, "allow_shared": "on"}).status_code == 302
+    )
+    assert list(Instance.objects.get(name="vllm-new").gpus.all()) == [gpu]
+
+
+def test_inline_validation_offers_the_override_while_typing(sre_client):
+    host = make_host()
+    make_instance(host, name="vllm-b", base_url="http://10.0.0.5:8000")
+    response = sre_client.post(
+        reverse("fleet:instance-create"),
+        {"host": host.pk, "base_url": "http://10.0.0.5:8000"},
+        HTTP_X_VALIDATE_ONLY="1",
+        **HTMX_HEADERS,
+    )
+    content = response.content.decode()
+    assert "<html" not in content and "vllm-b already serves" in content and OVERRIDE_BOX in content
+
+
+def test_editing_an_instance_shared_on_purpose_does_not_ask_again_for_the_same_sharing(sre_client):
+    host = make_host()
+    gpus = [make_gpu(host, index=i) for i in range(2)]
+    make_instance(host, name="vllm-b", base_url="http://10.0.0.5:8000", gpus=gpus[:1])
+    mine = make_instance(host, name="vllm-a", base_url="http://10.0.0.5:8000", gpus=gpus[:1])
+    edit = reverse("fleet:instance-edit", args=[mine.pk])
+    data = instance_form(host, name="vllm-a", gpus=[gpus[0].pk], max_model_len=4096)
+    assert sre_client.post(edit, data).status_code == 302
+    mine.refresh_from_db()
+    assert mine.max_model_len == 4096
+    make_instance(host, name="vllm-c", base_url="http://10.0.0.6:8000", gpus=gpus[1:])
+    moved = sre_client.post(edit, {**data, "base_url": "http://10.0.0.6:8000"}).content.decode()
+    assert "vllm-c already serves http://10.0.0.6:8000." in moved and "vllm-b" not in moved.split("<form")[1]
+
+
+# Labels
+
+
+def test_the_saved_message_spells_the_kind_as_written(sre_client):
+    response = sre_client.post(reverse("fleet:host-create"), host_form(name="gpu-a100-01"), follow=True)
+    assert "GPU host gpu-a100-01 added." in response.content.decode()
+    host = GpuHost.objects.get()
+    data = host_form(name="gpu-a100-01", rack="r2")
+    response = sre_client.post(reverse("fleet:host-edit", args=[host.pk]), data, follow=True)
+    content = response.content.decode()
+    assert "GPU host gpu-a100-01 saved." in content and "Gpu host" not in content
+
+
+@pytest.mark.parametrize(
+    ("url_name", "label", "raw"),
+    [
+        ("fleet:host-create", "CPU cores", "Cpu cores"),
+        ("fleet:gpu-create", "PCI bus ID", "PCI bus id"),
+        ("fleet:instance-create", "GPU memory utilization", "Gpu memory"),
+    ],
+)
+def test_form_labels_spell_acronyms_in_capitals(sre_client, url_name, label, raw):
+    content = sre_client.get(reverse(url_name)).content.decode()
+    assert label in content and raw not in content
+
+
+def test_the_enabled_filter_is_any_enabled_or_disabled_and_defaults_to_any(viewer_client):
+    host = make_host()
+    make_instance(host, name="on-a")
+    make_instance(host, name="off-a", enabled=False)
+    content = viewer_client.get(reverse("fleet:instance-list")).content.decode()
+    select = content[content.index('name="enabled"') :].split("</select>")[0]
+    assert re.findall(r"<option[^>]*>([^<]*)</option>", select) == ["Any", "Enabled", "Disabled"]
+    assert re.search(r'<option value=""\s+selected>Any', select)
+    assert "Unknown" not in select and "on-a" in content and "off-a" in content
+    disabled = viewer_client.get(reverse("fleet:instance-list"), {"enabled": "false"}).content.decode()
+    assert "off-a" in disabled and "on-a" not in disabled
+    enabled = viewer_client.get(reverse("fleet:instance-list"), {"enabled": "true"}).content.decode()
+    assert "on-a" in enabled and "off-a" not in enabled

@@ -116,3 +116,48 @@ def test_the_host_filter_finds_hosts_by_tag_and_search_terms():
     qs = GpuHost.objects.with_counts()
     assert [h.name for h in HostFilterSet({"tag": "prod"}, qs).qs] == ["alpha"]
     assert [h.name for h in HostFilterSet({"q": "bet"}, qs).qs] == ["beta"]
+
+
+ACRONYMS = {
+    "cpu",
+    "gpu",
+    "nvml",
+    "ip",
+    "url",
+    "tp",
+    "pp",
+    "kv",
+    "id",
+    "pci",
+    "numa",
+    "cuda",
+    "os",
+    "ram",
+    "mig",
+    "uuid",
+    "api",
+}
+
+
+def _miscased_acronym(word: str) -> bool:
+    """Cpu, Gpus, Url: an acronym (or its plural, GPUs) not in capitals."""
+    stem = word[:-1] if word.endswith("s") and word[:-1].lower() in ACRONYMS else word
+    return stem.lower() in ACRONYMS and stem != stem.upper()
+
+
+def test_no_field_label_spells_an_acronym_as_a_word():
+    import re
+
+    from django.apps import apps
+    from django.utils.text import capfirst
+
+    wrong = [
+        f"{model.__name__}.{field.name}: {capfirst(field.verbose_name)}"
+        for model in apps.get_app_config("fleet").get_models()
+        for field in model._meta.get_fields()
+        if hasattr(field, "verbose_name")
+        for word in re.findall(r"[A-Za-z]+", str(capfirst(field.verbose_name)))
+        if _miscased_acronym(word)
+    ]
+    assert wrong == []
+    assert capfirst(GpuHost._meta.get_field("cpu_cores").verbose_name) == "CPU cores"
