@@ -146,7 +146,7 @@ LAUNCH_FIELDS: tuple[Field, ...] = (
         "/dev/shm (GiB)",
         "8",
         kind="int",
-        help="8 GiB for multi-GPU (guide 2.5.3).",
+        help="8 GiB for multi-GPU: NCCL shares tensors through /dev/shm.",
         group="Deployment",
     ),
     Field(
@@ -269,13 +269,13 @@ PRESETS: dict[str, dict[str, str]] = {
     },
 }
 PRESET_LABELS = {
-    "low_latency": "Low latency (guide 3.2)",
-    "balanced": "Balanced (guide 3.2)",
-    "high_throughput": "High throughput (guide 3.2)",
-    "small_model": "Small model < 10B, one GPU (appendix B)",
-    "medium_model": "Medium model 10-30B, one A100 80G (appendix B)",
-    "large_model": "Large model 30-70B, two A100 80G (appendix B)",
-    "very_large_model": "Very large model > 70B, four A100 80G (appendix B)",
+    "low_latency": "Low latency (the guide's serving profiles)",
+    "balanced": "Balanced (the guide's serving profiles)",
+    "high_throughput": "High throughput (the guide's serving profiles)",
+    "small_model": "Small model < 10B, one GPU (the guide's model sizes table)",
+    "medium_model": "Medium model 10-30B, one A100 80G (the guide's model sizes table)",
+    "large_model": "Large model 30-70B, two A100 80G (the guide's model sizes table)",
+    "very_large_model": "Very large model > 70B, four A100 80G (the guide's model sizes table)",
 }
 
 
