@@ -1,5 +1,6 @@
-"""`make run`'s process group: web, worker and beat come up together on the embedded
-default, and one Ctrl-C (SIGINT to the group) stops them all, leaving nothing behind."""
+"""`make run`'s `manage.py console`: web, worker and beat come up together on the embedded
+default, and one Ctrl-C (SIGINT to the group) stops them all, leaving nothing behind, with
+no traceback and exit status 0."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def embedded_env(tmp_path):
 def test_one_ctrl_c_stops_web_worker_and_beat(embedded_env, tmp_path):
     port = free_port()
     group = subprocess.Popen(
-        [str(VENV_BIN / "honcho"), "start", "--port", str(port), "--procfile", "Procfile"],
+        [sys.executable, "manage.py", "console", "--port", str(port)],
         cwd=ROOT,
         env=embedded_env,
         start_new_session=True,
@@ -97,7 +98,9 @@ def test_one_ctrl_c_stops_web_worker_and_beat(embedded_env, tmp_path):
         output = group.communicate(timeout=60)[0].decode(errors="replace")
     assert health and health["status"] == "ok", (health, output[-3000:])
     assert health["checks"]["worker"]["ok"], f"no heartbeat from beat and worker:\n{output[-3000:]}"
-    assert started >= 4  # honcho, gunicorn, the worker and beat (and their children)
+    assert started >= 4  # the console, gunicorn, the worker and beat (and their children)
+    assert group.returncode == 0, output[-3000:]
+    assert "Console stopped cleanly" in output and "Traceback" not in output, output[-3000:]
     deadline = time.monotonic() + 15
     while processes_with_env(embedded_env["OPS_RUN_MARKER"]) and time.monotonic() < deadline:
         time.sleep(0.2)
