@@ -51,9 +51,15 @@ NUMBER = re.compile(r"#(\d+)")
 
 def outside_names() -> list[str]:
     """What lies beside the checkout, as a source file would name it: each sibling folder
-    with each of its entries ("<folder>/<entry>") and the files one level inside them."""
+    with each of its entries ("<folder>/<entry>") and the files one level inside them; other
+    checkouts of this repository are left out."""
     names = []
-    siblings = (p for p in ROOT.parent.iterdir() if p.is_dir() and p != ROOT and not p.name.startswith("."))
+    siblings = (
+        p
+        for p in ROOT.parent.iterdir()
+        # another checkout of this repository beside it (a CI clone) is not "outside"
+        if p.is_dir() and p != ROOT and not p.name.startswith(".") and not (p / "manage.py").exists()
+    )
     for sibling in sorted(siblings):
         for entry in sorted(sibling.iterdir()):
             names.append(f"{sibling.name}/{entry.name}")
