@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -134,18 +135,29 @@ def probe_instances(
 ) -> list[InstanceProbe]:
     """Measure the instances for `kinds` concurrently (bounded by settings.concurrency);
     record_probes judges them, under the lock, with the stored results of the other kinds."""
-    kinds = parse_kinds(kinds)
-    previous = _previous_scrapes(instances) if ProbeKind.METRICS in kinds else {}
     return asyncio.run(
-        probe_many(
-            targets=[target_for(i) for i in instances],
-            previous_scrapes=previous,
-            limits=limits_from(settings),
-            concurrency=settings.concurrency,
-            kinds=kinds,
-            light_health=light_health,
-            gpu_backends={i.pk: _gpu_backend(i) for i in instances} if ProbeKind.GPU in kinds else {},
-        )
+        _measure(instances=instances, settings=settings, kinds=parse_kinds(kinds), light_health=light_health)
+    )
+
+
+def _measure(
+    *,
+    instances: list[Instance],
+    settings: ProbeSettings,
+    kinds: frozenset[ProbeKind],
+    light_health: bool = False,
+) -> Coroutine[Any, Any, list[InstanceProbe]]:
+    """The probe of `instances` for `kinds`, to be run on an event loop (the ORM reads are
+    done here, before it runs)."""
+    previous = _previous_scrapes(instances) if ProbeKind.METRICS in kinds else {}
+    return probe_many(
+        targets=[target_for(i) for i in instances],
+        previous_scrapes=previous,
+        limits=limits_from(settings),
+        concurrency=settings.concurrency,
+        kinds=kinds,
+        light_health=light_health,
+        gpu_backends={i.pk: _gpu_backend(i) for i in instances} if ProbeKind.GPU in kinds else {},
     )
 
 
@@ -408,20 +420,16 @@ def _probe_noting_progress(
     """probe_instances for one instance, each kind measured concurrently on its own, and
     each kind's end noted on the run row (result["progress"]) as it comes, for the page
     that polls the run. The loop is stepped from here so the ORM runs between its steps."""
-    backends = {instance.pk: _gpu_backend(instance)}
-    kinds = kinds - ({ProbeKind.GPU} if backends[instance.pk] is None else set())
+    if _gpu_backend(instance) is None:
+        kinds = kinds - {ProbeKind.GPU}
     run.result = {"progress": dict.fromkeys(sorted(kinds))}  # None: still running
     run.save(update_fields=["result"])
-    target, limits, previous = target_for(instance), limits_from(settings), _previous_scrapes([instance])
+    measures = {
+        kind: _measure(instances=[instance], settings=settings, kinds=frozenset({kind})) for kind in kinds
+    }
     parts, probes = ProbeParts(), []
-
-    def measure(kind: ProbeKind):
-        return probe_many(
-            targets=[target], previous_scrapes=previous, limits=limits, kinds={kind}, gpu_backends=backends
-        )
-
     with asyncio.Runner() as runner:
-        pending = {runner.get_loop().create_task(measure(kind)): kind for kind in kinds}
+        pending = {runner.get_loop().create_task(measure): kind for kind, measure in measures.items()}
         while pending:
             done, _ = runner.run(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
             for task in done:
@@ -430,7 +438,7 @@ def _probe_noting_progress(
                 parts, probes = parts.overlaid(probe.parts, probe.kinds), [*probes, probe]
             run.save(update_fields=["result"])
     return InstanceProbe(
-        target=target,
+        target=target_for(instance),
         started_at=min((p.started_at for p in probes), default=timezone.now().timestamp()),
         elapsed_s=max((p.elapsed_s for p in probes), default=0.0),
         kinds=frozenset(kinds),

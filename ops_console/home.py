@@ -10,21 +10,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Case, Count, IntegerField, Prefetch, Q, Value, When
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from diagnostics.models import CapacityFinding
 from fleet.models import ChangeAction, ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
-from fleet.probe_service import stale_after
-from fleet.shown_state import shown_state
 from incidents.maintenance import Occurrence, current_and_upcoming
 from incidents.models import Incident, Severity, Source
-from ops_console.schedules import probe_intervals
+from ops_console.overview import with_shown_state
 
 # The shown states that need someone, worst first; up, unknown (never probed) and
 # maintenance (expected, alerts silenced) do not.
@@ -32,13 +29,6 @@ NOT_UP = ("down", "failing", "degraded", "stale")
 INCIDENT_LIMIT = 50
 FINDING_LIMIT = 20
 CHANGE_LIMIT = 10
-# The page of each tracked model's objects, for the links from the change log.
-DETAIL_URLS = {
-    GpuHost: "fleet:host-detail",
-    Gpu: "fleet:gpu-detail",
-    Instance: "fleet:instance-detail",
-    Gateway: "fleet:gateway-detail",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,12 +112,6 @@ def open_incidents(*, limit: int = INCIDENT_LIMIT) -> tuple[list[IncidentGroup],
     return groups, total
 
 
-def _covered(windows: list[Occurrence]) -> tuple[set[int], set[int]]:
-    """Host ids and instance ids that an active maintenance window covers now."""
-    active = [o.window for o in windows if o.active]
-    return {w.host_id for w in active if w.host_id}, {w.instance_id for w in active if w.instance_id}
-
-
 def _problem(instance: Instance, state: str) -> InstanceProblem:
     stored = instance.state
     label = instance.state_label if state != "stale" else str(_("stale"))
@@ -141,27 +125,15 @@ def _problem(instance: Instance, state: str) -> InstanceProblem:
     )
 
 
-def instances_not_up(*, now: datetime, stale_window: timedelta, windows: list[Occurrence]) -> FleetInstances:
+def instances_not_up(*, now: datetime, windows: list[Occurrence]) -> FleetInstances:
     """The monitored instances whose shown state is down, failing, degraded or stale, worst
     first, with the probes' reason; and how many are monitored and in maintenance now."""
-    hosts, covered = _covered(windows)
-    instances = Instance.objects.monitored().select_related("host", "state").order_by("name")
-    problems, monitored, in_maintenance = [], 0, 0
-    for instance in instances:
-        monitored += 1
-        probed = instance.state.last_probe_at if instance.verdict != "unknown" else None
-        state = shown_state(
-            verdict=instance.verdict,
-            last_probe_at=probed,
-            now=now,
-            stale_after=stale_window,
-            in_maintenance=instance.host_id in hosts or instance.pk in covered,
-        )
-        in_maintenance += state == "maintenance"
-        if state in NOT_UP:
-            problems.append(_problem(instance, state))
+    instances = list(Instance.objects.monitored().select_related("host", "state").order_by("name"))
+    with_shown_state(instances, now=now, windows=windows)
+    problems = [_problem(i, i.shown) for i in instances if i.shown in NOT_UP]
     problems.sort(key=lambda p: NOT_UP.index(p.state))  # stable: by name within a state
-    return FleetInstances(problems=problems, monitored=monitored, in_maintenance=in_maintenance)
+    in_maintenance = sum(i.shown == "maintenance" for i in instances)
+    return FleetInstances(problems=problems, monitored=len(instances), in_maintenance=in_maintenance)
 
 
 def open_capacity_findings(*, limit: int = FINDING_LIMIT) -> list[CapacityFinding]:
@@ -173,32 +145,34 @@ def open_capacity_findings(*, limit: int = FINDING_LIMIT) -> list[CapacityFindin
     return list(found.order_by(rank, "-last_seen", "-id")[:limit])
 
 
-def _existing(entries: list[ChangeLogEntry]) -> set[tuple[int, int]]:
-    """(content type id, object id) of the entries' objects that still exist: one query
-    per tracked model that the entries name."""
+def _pages(entries: list[ChangeLogEntry]) -> dict[tuple[int, int], str]:
+    """{(content type id, object id): the object's page} for the entries' objects that
+    still exist: one query per model that the entries name."""
     wanted: dict[ContentType, set[int]] = defaultdict(set)
     for entry in entries:
-        if entry.content_type.model_class() in DETAIL_URLS and entry.action != ChangeAction.DELETE:
+        if entry.action != ChangeAction.DELETE:
             wanted[entry.content_type].add(entry.object_id)
-    found = set()
+    pages = {}
     for content_type, ids in wanted.items():
-        alive = content_type.model_class()._default_manager.filter(pk__in=ids)
-        found.update((content_type.pk, pk) for pk in alive.values_list("pk", flat=True))
-    return found
+        model = content_type.model_class()
+        if model is not None and hasattr(model, "get_absolute_url"):
+            for obj in model._default_manager.filter(pk__in=ids):
+                pages[(content_type.pk, obj.pk)] = obj.get_absolute_url()
+    return pages
 
 
 def recent_changes(*, limit: int = CHANGE_LIMIT) -> list[Change]:
     """The latest inventory changes, each with the link to its object while it exists."""
     entries = list(ChangeLogEntry.objects.select_related("content_type")[:limit])
-    existing = _existing(entries)
-    changes = []
-    for entry in entries:
-        model = entry.content_type.model_class()
-        alive = (entry.content_type_id, entry.object_id) in existing
-        url = reverse(DETAIL_URLS[model], args=[entry.object_id]) if alive else ""
-        fields = sorted(entry.changes) if entry.action == ChangeAction.UPDATE else []
-        changes.append(Change(entry=entry, url=url, fields=fields))
-    return changes
+    pages = _pages(entries)
+    return [
+        Change(
+            entry=entry,
+            url=pages.get((entry.content_type_id, entry.object_id), ""),
+            fields=sorted(entry.changes) if entry.action == ChangeAction.UPDATE else [],
+        )
+        for entry in entries
+    ]
 
 
 def inventory_counts() -> dict[str, int]:
@@ -216,11 +190,10 @@ def home_status(*, now: datetime | None = None) -> HomeStatus:
     """Everything the home page shows but the GPU memory chart."""
     now = now or timezone.now()
     groups, incident_count = open_incidents()
-    window = stale_after(probe_intervals())["health"]
     return HomeStatus(
         incident_groups=groups,
         incident_count=incident_count,
-        instances=instances_not_up(now=now, stale_window=window, windows=current_and_upcoming(now)),
+        instances=instances_not_up(now=now, windows=current_and_upcoming(now)),
         findings=open_capacity_findings(),
         changes=recent_changes(),
         counts=inventory_counts(),

@@ -6,6 +6,7 @@ per-state counts and the filter are one partial, so they refresh together and ag
 
 from __future__ import annotations
 
+from datetime import datetime
 from itertools import groupby
 
 from django.conf import settings
@@ -30,26 +31,38 @@ def _covered(windows: list) -> tuple[set[int], set[int]]:
     return {w.host_id for w in active if w.host_id}, {w.instance_id for w in active if w.instance_id}
 
 
-def _tiles(state: str, windows: list) -> tuple[list, dict[str, int]]:
-    findings = CapacityFinding.objects.active().order_by("severity", "-last_seen")
-    instances = list(
-        Instance.objects.filter(host__drill=False)
-        .select_related("host", "state")
-        .prefetch_related(Prefetch("capacity_findings", queryset=findings, to_attr="open_capacity"))
-        .order_by("host__name", "name")
-    )
-    now, window = timezone.now(), stale_after(probe_intervals())["health"]
+def with_shown_state(instances: list[Instance], *, now: datetime, windows: list) -> list[Instance]:
+    """Set `instance.shown` to the state the console shows (fleet.shown_state): the stored
+    verdict, unless the health probe is stale or a maintenance window covers it now. The
+    overview's tiles and the home page read it; `instances` need their host and state."""
+    stale_window = stale_after(probe_intervals())["health"]
     hosts, covered = _covered(windows)
-    counts = dict.fromkeys(STATES, 0)
     for instance in instances:
         probed = instance.state.last_probe_at if instance.verdict != "unknown" else None
         instance.shown = shown_state(
             verdict=instance.verdict,
             last_probe_at=probed,
             now=now,
-            stale_after=window,
+            stale_after=stale_window,
             in_maintenance=instance.host_id in hosts or instance.pk in covered,
         )
+    return instances
+
+
+def _tiles(state: str, windows: list) -> tuple[list, dict[str, int]]:
+    findings = CapacityFinding.objects.active().order_by("severity", "-last_seen")
+    instances = with_shown_state(
+        list(
+            Instance.objects.filter(host__drill=False)
+            .select_related("host", "state")
+            .prefetch_related(Prefetch("capacity_findings", queryset=findings, to_attr="open_capacity"))
+            .order_by("host__name", "name")
+        ),
+        now=timezone.now(),
+        windows=windows,
+    )
+    counts = dict.fromkeys(STATES, 0)
+    for instance in instances:
         counts[instance.shown] += 1
     shown = [i for i in instances if not state or i.shown == state]
     groups = [(host, list(items)) for host, items in groupby(shown, key=lambda i: i.host)]

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.roles import Role, role_required
 from fleet import charts, probe_service
 from fleet.models import Instance, ProbeKindChoice, ProbeRun, ProbeSettings
+from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ProbeKind
 from fleet.tasks import probe_instance
 
@@ -31,17 +32,17 @@ PROBED_EVENT = "instance-probed"  # the state and the charts reload on it
 QUEUE_GRACE_S = 15  # for a worker to take a requested run up, and to judge and store it
 
 OUTCOMES = {
-    "ok": _("ok"),
-    "refused": _("connection refused"),
-    "dns_failure": _("DNS lookup failed"),
-    "connect_timeout": _("connect timed out"),
-    "read_timeout": _("timed out waiting for the answer"),
-    "reset": _("connection reset"),
-    "bad_status": _("error status"),
-    "garbage": _("unreadable answer"),
-    "too_large": _("answer too large"),
-    "tls_error": _("TLS error"),
-    "error": _("error"),
+    Outcome.OK: _("ok"),
+    Outcome.REFUSED: _("connection refused"),
+    Outcome.DNS_FAILURE: _("DNS lookup failed"),
+    Outcome.CONNECT_TIMEOUT: _("connect timed out"),
+    Outcome.READ_TIMEOUT: _("timed out waiting for the answer"),
+    Outcome.RESET: _("connection reset"),
+    Outcome.BAD_STATUS: _("error status"),
+    Outcome.GARBAGE: _("unreadable answer"),
+    Outcome.TOO_LARGE: _("answer too large"),
+    Outcome.TLS_ERROR: _("TLS error"),
+    Outcome.ERROR: _("error"),
 }
 
 
@@ -76,7 +77,7 @@ def _steps(run: ProbeRun, *, timed_out: bool) -> list[Step]:
             steps.append(Step(kind, labels[kind], state))
             continue
         outcome = note.get("outcome", "")
-        state = "ok" if outcome == "ok" else "failed"
+        state = "ok" if outcome == Outcome.OK else "failed"
         label = OUTCOMES.get(outcome, outcome)
         steps.append(Step(kind, labels[kind], state, label, note.get("error", ""), note.get("elapsed_s")))
     return steps

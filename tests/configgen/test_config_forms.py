@@ -73,12 +73,6 @@ def parse(content: str, form_class: str = "config-form") -> _ConfigForm:
     return parser
 
 
-@pytest.fixture
-def engineer(client, cast):
-    client.force_login(cast.engineer)
-    return client
-
-
 def page(client, kind, **params):
     return client.get(reverse("diagnostics:config-generator", args=[kind]), params)
 

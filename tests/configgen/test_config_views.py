@@ -20,12 +20,6 @@ from tests.factories import make_gateway, make_gpu, make_host, make_instance
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def engineer(client, cast):
-    client.force_login(cast.engineer)
-    return client
-
-
 def page(client, kind, **params):
     return client.get(reverse("diagnostics:config-generator", args=[kind]), params)
 

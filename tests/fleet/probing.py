@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 
+from django.db import connection
+
+from fleet import probe_service
 from tests.factories import make_gpu, make_host, make_instance
 
 
@@ -29,3 +33,17 @@ def simulated_instances(n: int = 2, **fields):
             )
         )
     return instances
+
+
+def health_cycle_on_a_thread() -> None:
+    """One scheduled health sweep, on a thread of its own: Playwright's sync API keeps an
+    event loop running in the test's thread, and the probes run their own."""
+
+    def sweep():
+        try:
+            probe_service.run_cycle(kind="health")
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(sweep).result()

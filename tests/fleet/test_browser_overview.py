@@ -5,32 +5,15 @@ with the tiles at each step. Screenshots of each step go to test-output/."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
-from django.db import connection
 
-from fleet import probe_service
 from tests.browser import OUTPUT_DIR, log_in
+from tests.fleet.probing import health_cycle_on_a_thread as health_cycle
 from tests.fleet.probing import simulated_instances
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 COLOURS = {"up": "rgb(29, 138, 91)", "failing": "rgb(211, 84, 0)", "down": "rgb(192, 57, 43)"}
-
-
-def health_cycle() -> None:
-    """One scheduled health sweep, on a thread of its own: Playwright's sync API keeps an
-    event loop running in the test's thread, and the probes run their own."""
-
-    def sweep():
-        try:
-            probe_service.run_cycle(kind="health")
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(sweep).result()
 
 
 def _tile(page, name: str):
