@@ -12,7 +12,7 @@ PYTEST_ARGS       ?=
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
 
-.PHONY: install run test test-embedded browser tools lint bench clean
+.PHONY: install run test test-embedded browser tools lint bench clean messages
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed, found " + sys.version.split()[0])'
@@ -40,12 +40,15 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else $(PY) -m playwright install chromium; fi; }
 
-# nginx and promtool, which the config generators' tests run: Debian's packages (root with apt).
+# nginx and promtool, which the config generators' tests run, gettext, which the catalogue
+# check runs, and a CJK font for the Chinese screenshots: Debian's packages (root with apt).
 # Without them those tests fail, saying what to install.
 tools: browser
 	@missing=""; \
 	{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing="$$missing nginx-light"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v msgmerge >/dev/null 2>&1 || missing="$$missing gettext"; \
+	fc-list 2>/dev/null | grep -qi "CJK" || missing="$$missing fonts-noto-cjk"; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
@@ -73,6 +76,11 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/djlint templates --lint --profile=django
+
+# Refresh every catalogue from the sources, then compile them (docs/i18n.md).
+messages: install
+	$(PY) manage.py makemessages --locale zh_Hans
+	$(PY) manage.py compilemessages --ignore .venv
 
 bench: install
 	$(PY) -m benchmarks

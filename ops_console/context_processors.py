@@ -1,15 +1,17 @@
+from django.utils.translation import gettext_lazy as _
+
 from core.roles import Role, has_role
 
 # (label, URL name, key, the least role that can use the page): each role sees only the
 # sections it can open. Viewers read the fleet, incidents, troubleshooting trees and drills;
 # the engineer's tools (sizing, config generators, log triage) need the engineer role.
 NAVIGATION = [
-    ("Fleet", "fleet:overview", "fleet", Role.VIEWER),
-    ("Incidents", "incidents:index", "incidents", Role.VIEWER),
-    ("Troubleshoot", "diagnostics:troubleshoot", "troubleshoot", Role.VIEWER),
-    ("Sizing", "diagnostics:sizing", "sizing", Role.ENGINEER),
-    ("Configs", "diagnostics:configs", "configs", Role.ENGINEER),
-    ("Drills", "drills:index", "drills", Role.VIEWER),
+    (_("Fleet"), "fleet:overview", "fleet", Role.VIEWER),
+    (_("Incidents"), "incidents:index", "incidents", Role.VIEWER),
+    (_("Troubleshoot"), "diagnostics:troubleshoot", "troubleshoot", Role.VIEWER),
+    (_("Sizing"), "diagnostics:sizing", "sizing", Role.ENGINEER),
+    (_("Configs"), "diagnostics:configs", "configs", Role.ENGINEER),
+    (_("Drills"), "drills:index", "drills", Role.VIEWER),
 ]
 
 

@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -92,6 +93,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "ops_console.context_processors.console",
@@ -127,7 +129,22 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The console speaks English and Simplified Chinese (the guide's readers). The language
+# follows the browser's Accept-Language until the header's switcher stores a choice.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+# One catalogue per area (docs/i18n.md); `manage.py makemessages` routes each source file
+# to its area's catalogue (ops_console/management/commands/makemessages.py).
+LOCALE_PATHS = [BASE_DIR / path for path in (
+    "locale",
+    "fleet/locale",
+    "fleet/probes/locale",
+    "diagnostics/locale",
+    "diagnostics/configgen/locale",
+    "diagnostics/trees/locale",
+    "diagnostics/triage/locale",
+    "incidents/locale",
+)]  # fmt: skip
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

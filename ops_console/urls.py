@@ -17,6 +17,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("favicon.ico", views.favicon),
     path("healthz", views.healthz, name="healthz"),
+    path("i18n/", include("django.conf.urls.i18n")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("fleet/", include((fleet_patterns, "fleet"), namespace="fleet")),

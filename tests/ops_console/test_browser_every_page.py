@@ -6,68 +6,20 @@ a role is shown answers 4xx or 5xx. Screenshots of every page land in test-outpu
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
-from django.utils import timezone
 
 from core.roles import Role
-from incidents.models import Incident
 from tests.browser import OUTPUT_DIR, log_in
-from tests.factories import make_gateway, make_gpu, make_host, make_instance
+from tests.pages import make_fleet
+from tests.pages import pages as all_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = {"1280": (1280, 800), "1920": (1920, 1080)}
-GENERATORS = ["vllm", "docker", "k8s", "systemd", "nginx", "client", "alerts", "grafana"]
 # Links that download, leave the console or end the session are not followed.
 NOT_FOLLOWED = ("/accounts/logout/", "/admin/", "/api/", "/fleet/export/", ".csv", ".tar.gz", "/static/")
-
-
-def _fleet():
-    host = make_host(name="rack-a")
-    gpu = make_gpu(host, index=0)
-    instance = make_instance(host, gpus=[gpu], name="vllm-a")
-    gateway = make_gateway(name="gw-a", instances=[instance])
-    incident = Incident.objects.create(
-        title="vllm-a is down", category="other", severity="critical",
-        started_at=timezone.now() - timedelta(minutes=12),
-    )  # fmt: skip
-    incident.instances.set([instance])
-    return host, gpu, instance, gateway, incident
-
-
-def _pages(host, gpu, instance, gateway, incident) -> dict[str, Role]:
-    """Each page and the least role meant to open it."""
-    pages = {
-        "/": Role.VIEWER,
-        "/fleet/": Role.VIEWER,
-        "/incidents/": Role.VIEWER,
-        f"/incidents/{incident.pk}/": Role.VIEWER,
-        "/incidents/review/": Role.VIEWER,
-        "/troubleshoot/": Role.VIEWER,
-        "/troubleshoot/guide/": Role.VIEWER,
-        f"/troubleshoot/instances/{instance.pk}/": Role.VIEWER,
-        f"/sizing/instances/{instance.pk}/": Role.ENGINEER,
-        f"/incidents/{incident.pk}/edit/": Role.SRE,
-        "/drills/": Role.VIEWER,
-        "/sizing/": Role.ENGINEER,
-        "/sizing/compare/": Role.ENGINEER,
-        "/configs/": Role.ENGINEER,
-        "/configs/nginx/lint/": Role.ENGINEER,
-        "/troubleshoot/triage/": Role.ENGINEER,
-        "/fleet/import/": Role.SRE,
-        "/incidents/new/": Role.SRE,
-    }
-    for plural, obj in (("hosts", host), ("gpus", gpu), ("instances", instance), ("gateways", gateway)):
-        pages[f"/fleet/{plural}/"] = Role.VIEWER
-        pages[f"/fleet/{plural}/{obj.pk}/"] = Role.VIEWER
-        pages[f"/fleet/{plural}/new/"] = Role.SRE
-        pages[f"/fleet/{plural}/{obj.pk}/edit/"] = Role.SRE
-    for generator in GENERATORS:
-        pages[f"/configs/{generator}/"] = Role.ENGINEER
-    return pages
 
 
 def _watch(page) -> list[str]:
@@ -99,7 +51,7 @@ def _links(page, origin: str) -> set[str]:
 def test_every_page_opens_for_its_roles_fits_both_widths_and_links_only_where_it_may(
     page, live_server, cast, role
 ):
-    pages = _pages(*_fleet())
+    pages = all_pages(make_fleet())
     user = cast.for_role(role.group_name)
     log_in(page, live_server, user, "/")
     page.wait_for_load_state("networkidle")
