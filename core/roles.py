@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext_lazy as _
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 
@@ -66,7 +67,7 @@ def role_required(role: Role) -> Callable:
 class InventoryPermission(BasePermission):
     """API: viewers read, SREs write."""
 
-    message = "Reading needs the viewer role and changing the inventory needs the sre role."
+    message = _("Reading needs the viewer role and changing the inventory needs the sre role.")
 
     def has_permission(self, request, view) -> bool:
         needed = Role.VIEWER if request.method in SAFE_METHODS else Role.SRE
@@ -76,7 +77,7 @@ class InventoryPermission(BasePermission):
 class ToolPermission(BasePermission):
     """API: the engineer's tools (sizing, configs, troubleshooting) need the engineer role."""
 
-    message = "The console's tools need the engineer role."
+    message = _("The console's tools need the engineer role.")
 
     def has_permission(self, request, view) -> bool:
         return has_role(request.user, Role.ENGINEER)

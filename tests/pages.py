@@ -60,7 +60,7 @@ def make_fleet() -> dict:
     instance = make_instance(host, gpus=[gpu], name="vllm-a")
     gateway = make_gateway(name="gw-a", instances=[instance])
     incident = Incident.objects.create(
-        title="vllm-a is down", category="other", severity="critical",
+        title="vllm-a: HTTP 503", category="other", severity="critical",
         started_at=timezone.now() - timedelta(minutes=12),
     )  # fmt: skip
     incident.instances.set([instance])
