@@ -14,7 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_list, env_str
+from core.env import env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("OPS_VAR_DIR", str(BASE_DIR / "var")))
@@ -170,6 +170,8 @@ SIMULATOR_CONTROL_URL = env_str(
 )
 
 # How often the fleet overview's tiles and counts refresh in the browser.
+# Notifications have no reader to follow: they are written in this language.
+NOTIFICATION_LANGUAGE = env_choice("NOTIFICATION_LANGUAGE", "en", [code for code, _ in LANGUAGES])
 OVERVIEW_POLL_S = env_int("OVERVIEW_POLL_S", 10, minimum=1, maximum=3600)
 
 STATIC_URL = "static/"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_int, env_list
+from core.env import env_bool, env_choice, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +38,14 @@ def test_env_int_refuses_out_of_range_ports(monkeypatch):
 def test_env_list_splits_on_commas(monkeypatch):
     monkeypatch.setenv("ALLOWED_HOSTS", "a.example, b.example,")
     assert env_list("ALLOWED_HOSTS", []) == ["a.example", "b.example"]
+
+
+def test_env_choice_takes_a_listed_value_and_refuses_others(monkeypatch):
+    monkeypatch.setenv("NOTIFICATION_LANGUAGE", "zh-Hans")
+    assert env_choice("NOTIFICATION_LANGUAGE", "en", ["en", "zh-hans"]) == "zh-hans"
+    monkeypatch.setenv("NOTIFICATION_LANGUAGE", "fr")
+    with pytest.raises(ImproperlyConfigured, match="use one of en, zh-hans"):
+        env_choice("NOTIFICATION_LANGUAGE", "en", ["en", "zh-hans"])
 
 
 @pytest.mark.embedded
