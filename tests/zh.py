@@ -83,13 +83,19 @@ class _Reader(HTMLParser):
             self.texts.append(data)
 
 
-def english_left(html: str, *, names: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Each piece of text on the page that still has an English word, with the word."""
+def visible_texts(html: str) -> list[str]:
+    """The text a person reads on the page, identifiers left out (see the module's doc)."""
     reader = _Reader()
     reader.feed(html)
+    return reader.texts
+
+
+def english_left(html: str, *, names: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Each piece of text on the page that still has an English word, with the word."""
+    texts = visible_texts(html)
     lowered = {n.lower() for n in names} | {p.lower() for n in names for p in re.split(r"[-_. ]", n)}
     found = []
-    for text in reader.texts:
+    for text in texts:
         words = [t for t in TOKEN.findall(text) if is_english_word(t, lowered)]
         if words:
             found.append(f"{words[0]!r} in {' '.join(text.split())[:120]!r}")

@@ -4,12 +4,14 @@ outside identifiers (tests/zh.py says what counts as one)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from core.roles import Role
 from tests.pages import PAGES, make_fleet, names, pages
-from tests.zh import assert_speaks_chinese
+from tests.zh import assert_speaks_chinese, visible_texts
 
 pytestmark = pytest.mark.django_db
 
@@ -53,3 +55,19 @@ def test_every_page_lists_in_both_languages_with_the_same_links(client, cast):
         english = client.get(path, HTTP_ACCEPT_LANGUAGE="en").content.decode()
         chinese = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
         assert english.count("<a ") == chinese.count("<a "), path
+
+
+# What a person should never read: a Python timedelta ("0:09:20.680029"), a float with all its
+# digits ("0.0069282456567907255"), None, nan, a lazy object's repr.
+RAW_VALUES = re.compile(r"\b\d+:\d\d:\d\d\.\d{3,}|\d\.\d{6,}|\bNone\b|\bnan\b|<django\.utils|__proxy__")
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_no_page_shows_a_raw_value_in_either_language(client, cast, language):
+    fleet = make_fleet()
+    client.force_login(cast.admin)
+    raw = []
+    for path in pages(fleet):
+        html = client.get(path, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        raw += [f"{path}: {text.strip()[:100]!r}" for text in visible_texts(html) if RAW_VALUES.search(text)]
+    assert not raw, "\n".join(raw)
