@@ -11,10 +11,23 @@ from django import forms
 from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext_lazy
 
 from diagnostics.configgen.base import Field, Generator, Section
 
-ON_OFF = [("on", "on"), ("off", "off")]
+ON_OFF = [("on", pgettext_lazy("switch", "on")), ("off", pgettext_lazy("switch", "off"))]
+SETTINGS = pgettext_lazy("config generator", "Settings")
+
+
+class ValueSelect(forms.Select):
+    """A select whose options with a plain-string label are identifiers (auto, fp8, 0.11,
+    --ipc=host, a GPU model): marked translate="no". Words people read are lazy translations."""
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if isinstance(label, str):
+            option["attrs"]["translate"] = "no"
+        return option
 
 
 def inline_code(text: str) -> SafeString:
@@ -43,7 +56,7 @@ def sections(generator: Generator) -> tuple[Section, ...]:
         return generator.sections
     groups: dict[str, list[str]] = {}
     for f in generator.fields:
-        groups.setdefault(f.group or "Settings", []).append(f.name)
+        groups.setdefault(f.group or SETTINGS, []).append(f.name)
     return tuple(Section(legend, tuple(names)) for legend, names in groups.items())
 
 
@@ -52,9 +65,14 @@ def shown_names(generator: Generator) -> list[str]:
 
 
 def _form_field(f: Field) -> forms.Field:
-    options: dict[str, Any] = {"label": f.label, "help_text": inline_code(f.help), "required": False}
+    # Labels and help texts: `backticked` identifiers show as <code>.
+    options: dict[str, Any] = {
+        "label": inline_code(f.label),
+        "help_text": inline_code(f.help),
+        "required": False,
+    }
     if f.kind == "choice":
-        return forms.ChoiceField(choices=list(f.choices), **options)
+        return forms.ChoiceField(choices=list(f.choices), widget=ValueSelect, **options)
     if f.kind == "bool":
         return forms.ChoiceField(choices=ON_OFF, **options)
     if f.kind == "lines":
@@ -81,8 +99,7 @@ def config_form(generator: Generator, values: dict[str, str], errors: dict[str, 
         form.fields[names[0]].widget.attrs["autofocus"] = True
     form.field_errors = errors
     form.sections = [
-        FormSection(_(section.legend), [form[n] for n in section.fields], section.advanced)
-        for section in layout
+        FormSection(section.legend, [form[n] for n in section.fields], section.advanced) for section in layout
     ]
     form.has_advanced = any(s.advanced for s in layout)
     form.advanced_open = any(n in errors for s in layout if s.advanced for n in s.fields)

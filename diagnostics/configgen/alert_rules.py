@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from django.utils.functional import lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop, pgettext_lazy
 
 from core.alert_set import by_generator_key
 from diagnostics.configgen import safety
@@ -42,25 +45,55 @@ class RuleSettings:
     key: str
     alert: str
     severity: str
-    title: str
+    title: str  # shown (lazy)
     threshold: str | None
-    threshold_label: str
+    threshold_label: str  # shown (lazy)
     maximum: float
     for_default: str
 
 
 # The generator's labels per rule; names, severities and default thresholds come from the
 # guide's one alert table (core.alert_set), shared with the console's own rules.
-_LABELS: dict[str, tuple[str, str, float, str]] = {
-    "kv": ("KV cache near full", "KV cache usage above (0-1)", 1, "2m"),
-    "down": ("Service down", "", 0, "1m"),
-    "error_rate": ("High error rate", "Failed share of finished requests above (0-1)", 1, "5m"),
-    "ttft": ("High TTFT p99", "TTFT p99 above (s)", 3600, "5m"),
-    "queue": ("Queue backlog", "Waiting requests above", 1e6, "3m"),
-    "gpu_temp": ("GPU temperature", "GPU temperature above (°C)", 150, "5m"),
-    "swap": ("KV cache swap (0.7 only)", "CPU KV cache usage above (0-1)", 1, "5m"),
-    "e2e": ("High end-to-end latency p99", "E2E latency p99 above (s)", 86400, "5m"),
+_LABELS: dict[str, tuple[Any, Any, float, str]] = {
+    "kv": (gettext_lazy("KV cache near full"), gettext_lazy("KV cache usage above (0-1)"), 1, "2m"),
+    "down": (pgettext_lazy("config generator", "Service down"), "", 0, "1m"),
+    "error_rate": (
+        gettext_lazy("High error rate"),
+        gettext_lazy("Failed share of finished requests above (0-1)"),
+        1,
+        "5m",
+    ),
+    "ttft": (gettext_lazy("High TTFT p99"), gettext_lazy("TTFT p99 above (s)"), 3600, "5m"),
+    "queue": (
+        pgettext_lazy("config generator", "Queue backlog"),
+        gettext_lazy("Waiting requests above"),
+        1e6,
+        "3m",
+    ),
+    "gpu_temp": (
+        pgettext_lazy("config generator", "GPU temperature"),
+        gettext_lazy("GPU temperature above (°C)"),
+        150,
+        "5m",
+    ),
+    "swap": (
+        gettext_lazy("KV cache swap (0.7 only)"),
+        gettext_lazy("CPU KV cache usage above (0-1)"),
+        1,
+        "5m",
+    ),
+    "e2e": (
+        gettext_lazy("High end-to-end latency p99"),
+        gettext_lazy("E2E latency p99 above (s)"),
+        86400,
+        "5m",
+    ),
 }  # key: (title, threshold label, maximum, default for)
+# The form's group of each rule: its title and the severity in the reader's language.
+_GROUPS = {
+    "critical": gettext_lazy("%(rule)s (critical)"),
+    "warning": gettext_lazy("%(rule)s (warning)"),
+}
 RULES: tuple[RuleSettings, ...] = tuple(
     RuleSettings(
         key, alert.alertname, alert.prometheus_severity, title, alert.guide_threshold, label, top, for_
@@ -70,30 +103,73 @@ RULES: tuple[RuleSettings, ...] = tuple(
 )
 
 
+def _group_text(severity: str, title: str) -> str:
+    return _GROUPS[severity] % {"rule": title}
+
+
+# The form's group of a rule, in the language of the request that shows it.
+_group = lazy(_group_text, str)
+
+
 def _rule_fields(rule: RuleSettings) -> tuple[Field, ...]:
-    group = f"{rule.title} ({rule.severity})"
+    group = _group(rule.severity, rule.title)
     fields = []
     if rule.threshold is not None:
         fields.append(
             Field(f"{rule.key}_threshold", rule.threshold_label, rule.threshold, kind="float", group=group)
         )
-    fields.append(Field(f"{rule.key}_for", "for", rule.for_default, "A duration: 90s, 2m, 1h.", group=group))
+    fields.append(
+        Field(
+            f"{rule.key}_for",
+            pgettext_lazy("alert rule duration", "for"),
+            rule.for_default,
+            gettext_lazy("A duration: 90s, 2m, 1h."),
+            group=group,
+        )
+    )
     return tuple(fields)
 
 
+_TARGETS = pgettext_lazy("config generator", "Targets")
+_KV_FIELDS = _rule_fields(RULES[0])
 FIELDS: tuple[Field, ...] = (
-    Field("vllm_version", "vLLM version", DEFAULT_VERSION, "Picks the metric names the rules query.",
-          kind="choice", choices=VERSION_CHOICES, group="Targets"),
-    Field("job", "Prometheus job", "vllm", "The job label of the vLLM scrape targets.", group="Targets"),
-    Field("gpu_temp_metric", "GPU temperature metric", "DCGM_FI_DEV_GPU_TEMP",
-          "DCGM exporter: DCGM_FI_DEV_GPU_TEMP; nvidia_gpu_exporter: nvidia_smi_temperature_gpu.",
-          group="Targets"),
-    *_rule_fields(RULES[0]),
-    Field("kv_min_waiting", "... while waiting requests exceed", "5", kind="int",
-          help="KV usage above 90 % is normal for a cache; it matters when requests wait for room.",
-          group="KV cache near full (critical)"),
+    Field(
+        "vllm_version",
+        gettext_lazy("vLLM version"),
+        DEFAULT_VERSION,
+        gettext_lazy("Picks the metric names the rules query."),
+        kind="choice",
+        choices=VERSION_CHOICES,
+        group=_TARGETS,
+    ),
+    Field(
+        "job",
+        gettext_lazy("Prometheus job"),
+        "vllm",
+        gettext_lazy("The job label of the vLLM scrape targets."),
+        group=_TARGETS,
+    ),
+    Field(
+        "gpu_temp_metric",
+        gettext_lazy("GPU temperature metric"),
+        "DCGM_FI_DEV_GPU_TEMP",
+        gettext_lazy("DCGM exporter: DCGM_FI_DEV_GPU_TEMP; nvidia_gpu_exporter: nvidia_smi_temperature_gpu."),
+        group=_TARGETS,
+    ),
+    *_KV_FIELDS,
+    Field(
+        "kv_min_waiting",
+        gettext_lazy("... while waiting requests exceed"),
+        "5",
+        kind="int",
+        help=gettext_lazy(
+            # xgettext:no-python-format
+            "KV usage above 90 % is normal for a cache; it matters when requests wait for room."
+        ),
+        group=_KV_FIELDS[0].group,
+    ),
     *(field for rule in RULES[1:] for field in _rule_fields(rule)),
-)  # fmt: skip
+)
 
 PRESETS: dict[str, dict[str, str]] = {
     "guide": {},  # the defaults are the guide's thresholds
@@ -107,9 +183,9 @@ PRESETS: dict[str, dict[str, str]] = {
                 "gpu_temp_for": "10m", "swap_for": "10m", "e2e_threshold": "60", "e2e_for": "10m"},
 }  # fmt: skip
 PRESET_LABELS = {
-    "guide": "The guide's thresholds (5.3.2), corrected",
-    "strict": "Strict: page earlier (latency-sensitive services)",
-    "relaxed": "Relaxed: fewer pages (batch and offline traffic)",
+    "guide": gettext_lazy("The guide's thresholds (5.3.2), corrected"),
+    "strict": gettext_lazy("Strict: page earlier (latency-sensitive services)"),
+    "relaxed": gettext_lazy("Relaxed: fewer pages (batch and offline traffic)"),
 }
 
 
@@ -135,7 +211,10 @@ def metric_name(field: str, value: str) -> str:
     """A Prometheus metric name (letters, digits, _ and :), after the common token check."""
     value = safety.token(field, value)
     if not _METRIC_NAME.match(value):
-        raise safety.UnsafeValue(f"{field}: {value!r} is not a Prometheus metric name (A-Z a-z 0-9 _ :)")
+        raise safety.UnsafeValue(
+            f"{field}: "
+            + _("%(value)s is not a Prometheus metric name (A-Z a-z 0-9 _ :)") % {"value": repr(value)}
+        )
     return value
 
 
@@ -320,36 +399,37 @@ def _threshold_checks(spec: AlertSpec) -> list[Check]:
         found.append(
             Check(
                 "warning",
-                f"The KV alert fires at {number(t['kv'])}: under normal load",
-                "vLLM fills its KV pool as a cache; usage above 0.9 is normal when busy.",
-                "Keep it at 0.95 or above and rely on waiting requests and TTFT.",
+                _("The KV alert fires at %(threshold)s: under normal load") % {"threshold": number(t["kv"])},
+                _("vLLM fills its KV pool as a cache; usage above 0.9 is normal when busy."),
+                _("Keep it at 0.95 or above and rely on waiting requests and TTFT."),
             )
         )
     if t["error_rate"] > 0.5:
         found.append(
             Check(
                 "warning",
-                "The error-rate alert waits until most requests fail",
-                f"It fires above {number(t['error_rate'] * 100)}% failed requests.",
-                "The guide uses 5%; 10% is already a bad outage.",
+                _("The error-rate alert waits until most requests fail"),
+                _("It fires above %(percent)s%% failed requests.")
+                % {"percent": number(t["error_rate"] * 100)},
+                _("The guide uses 5%; 10% is already a bad outage."),
             )
         )
     if t["ttft"] >= t["e2e"]:
         found.append(
             Check(
                 "warning",
-                "The TTFT threshold is not below the end-to-end threshold",
-                "TTFT is part of the end-to-end latency, so the TTFT alert can never fire first.",
-                "Keep TTFT p99 well below E2E p99 (the guide: 5 s and 30 s).",
+                _("The TTFT threshold is not below the end-to-end threshold"),
+                _("TTFT is part of the end-to-end latency, so the TTFT alert can never fire first."),
+                _("Keep TTFT p99 well below E2E p99 (the guide: 5 s and 30 s)."),
             )
         )
     if t["gpu_temp"] > 90:
         found.append(
             Check(
                 "warning",
-                f"GPU temperature alert at {number(t['gpu_temp'])}°C is late",
-                "Data-centre GPUs start to slow down in the mid-80s °C.",
-                "Alert at 83°C and read the clock throttle reasons for the evidence.",
+                _("GPU temperature alert at %(threshold)s°C is late") % {"threshold": number(t["gpu_temp"])},
+                _("Data-centre GPUs start to slow down in the mid-80s °C."),
+                _("Alert at 83°C and read the clock throttle reasons for the evidence."),
             )
         )
     return found  # fmt: skip
@@ -363,9 +443,11 @@ def _duration_checks(spec: AlertSpec) -> list[Check]:
             found.append(
                 Check(
                     "warning",
-                    f"{rule.alert}: `for` {duration} is shorter than two scrapes",
-                    f"With a {SCRAPE_INTERVAL_S} s scrape, one late or missed scrape fires or clears it.",
-                    f"Use at least {2 * SCRAPE_INTERVAL_S}s.",
+                    _("%(alert)s: `for` %(duration)s is shorter than two scrapes")
+                    % {"alert": rule.alert, "duration": duration},
+                    _("With a %(interval)s s scrape, one late or missed scrape fires or clears it.")
+                    % {"interval": SCRAPE_INTERVAL_S},
+                    _("Use at least %(seconds)ss.") % {"seconds": 2 * SCRAPE_INTERVAL_S},
                 )
             )
     return found
@@ -374,25 +456,46 @@ def _duration_checks(spec: AlertSpec) -> list[Check]:
 def _version_checks(spec: AlertSpec) -> list[Check]:
     m = spec.metrics
     found = [
-        Check("ok", f"KV usage read from {m.kv_usage}", "gpu_cache_usage_perc up to 0.8, kv_cache_usage_perc "
-              "from 0.9 (the old name is gone from 0.12)."),
-        Check("ok", "Error rate from vllm:request_success_total{finished_reason=~abort|error}",
-              "The guide's vllm:request_failure_total does not exist in any vLLM version."),
-    ]  # fmt: skip
+        Check(
+            "ok",
+            _("KV usage read from %(metric)s") % {"metric": m.kv_usage},
+            _(
+                "gpu_cache_usage_perc up to 0.8, kv_cache_usage_perc from 0.9 "
+                "(the old name is gone from 0.12)."
+            ),
+        ),
+        Check(
+            "ok",
+            _("Error rate from %(metric)s")
+            % {"metric": "vllm:request_success_total{finished_reason=~abort|error}"},
+            _("The guide's vllm:request_failure_total does not exist in any vLLM version."),
+        ),
+    ]
     if spec.has_swap:
-        found.append(Check("ok", "KV swap rule included", "vLLM 0.7 runs the V0 engine, which swaps to CPU."))
+        found.append(
+            Check("ok", _("KV swap rule included"), _("vLLM 0.7 runs the V0 engine, which swaps to CPU."))
+        )
     else:
-        found.append(Check("ok", f"No KV swap rule for vLLM {spec.version_label}",
-                           "The V1 engine (0.8 and later) never swaps: vllm:cpu_cache_usage_perc does not "
-                           "exist, and preempted requests are recomputed instead."))  # fmt: skip
+        found.append(
+            Check(
+                "ok",
+                _("No KV swap rule for vLLM %(version)s") % {"version": spec.version_label},
+                _(
+                    "The V1 engine (0.8 and later) never swaps: vllm:cpu_cache_usage_perc does not "
+                    "exist, and preempted requests are recomputed instead."
+                ),
+            )
+        )
     return found
 
 
 GENERATOR = Generator(
     key="alerts",
-    label="Prometheus alert rules",
-    description="The guide's vLLM alert rules (5.3.2), corrected for the chosen vLLM version: KV cache, "
-    "service down, error rate, TTFT, queue, GPU temperature, swap (0.7 only), end-to-end latency.",
+    label=gettext_noop("Prometheus alert rules"),
+    description=gettext_noop(
+        "The guide's vLLM alert rules (5.3.2), corrected for the chosen vLLM version: KV cache, "
+        "service down, error rate, TTFT, queue, GPU temperature, swap (0.7 only), end-to-end latency."
+    ),
     fields=FIELDS,
     build=build,
     render=render,

@@ -14,11 +14,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from diagnostics.configgen.safety import UnsafeValue
 
 
 @dataclass(frozen=True)
 class Field:
+    """One input. `label`, `help`, the choices' labels and `group` are shown to people (lazy
+    translations, or identifiers in `backticks`); `default` and the choices' values reach the
+    files and never change with the language."""
+
     name: str
     label: str
     default: str = ""
@@ -66,8 +72,8 @@ class SpecErrors(ValueError):
 @dataclass(frozen=True)
 class Generator:
     key: str  # vllm, docker, k8s, systemd, nginx, client, alerts, grafana
-    label: str
-    description: str
+    label: str  # English (gettext_noop-marked); `title` is the shown one
+    description: str  # English (gettext_noop-marked); `about` is the shown one
     fields: tuple[Field, ...]
     build: Callable[
         [Mapping[str, str]], Any
@@ -78,6 +84,14 @@ class Generator:
     preset_labels: Mapping[str, str] = field(default_factory=dict)
     sections: tuple[Section, ...] = ()  # the form's fieldsets; none: one per field group, every field
 
+    @property
+    def title(self) -> str:
+        return _(self.label)
+
+    @property
+    def about(self) -> str:
+        return _(self.description)
+
     def defaults(self) -> dict[str, str]:
         return {f.name: f.default for f in self.fields}
 
@@ -85,11 +99,15 @@ class Generator:
         """Defaults, then the preset, then what was given; unknown names are an error."""
         unknown = sorted(set(given) - {f.name for f in self.fields})
         if unknown:
-            raise SpecErrors({name: "no such setting for this generator" for name in unknown})
+            raise SpecErrors({name: _("no such setting for this generator") for name in unknown})
         if preset and preset not in self.presets:
-            raise SpecErrors(
-                {"preset": f"no preset {preset!r}; presets: {', '.join(self.presets) or 'none'}"}
+            message = (
+                _("no preset %(preset)s; presets: %(presets)s")
+                % {"preset": repr(preset), "presets": ", ".join(self.presets)}
+                if self.presets
+                else _("no preset %(preset)s; presets: none") % {"preset": repr(preset)}
             )
+            raise SpecErrors({"preset": message})
         values = self.defaults()
         values.update(self.presets.get(preset, {}))
         values.update({k: str(v) for k, v in given.items()})
@@ -103,15 +121,18 @@ class Generator:
         try:
             return self.build(values)
         except UnsafeValue as exc:
-            field_name, _, message = str(exc).partition(": ")
+            field_name, _sep, message = str(exc).partition(": ")
             raise SpecErrors({field_name: message or str(exc)}) from None
 
 
 def _choice_error(f: Field, value: str) -> str:
-    if f.kind == "choice" and value not in {v for v, _ in f.choices}:
-        return f"{value!r} is not one of {', '.join(v for v, _ in f.choices)}"
+    if f.kind == "choice" and value not in {v for v, _label in f.choices}:
+        return _("%(value)s is not one of %(choices)s") % {
+            "value": repr(value),
+            "choices": ", ".join(v for v, _label in f.choices),
+        }
     if f.kind == "bool" and value not in ("", "on", "off", "true", "false", "1", "0", "yes", "no"):
-        return f"{value!r} is not on or off"
+        return _("%(value)s is not on or off") % {"value": repr(value)}
     return ""
 
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop, pgettext, pgettext_lazy
+
 from diagnostics.configgen import client_templates, safety
 from diagnostics.configgen.base import Check, ConfigFile, Field, Generator
 
@@ -46,31 +49,95 @@ class ClientSpec:
         return self.max_tokens / ASSUMED_TOKENS_PER_S
 
 
-_ENDPOINT, _TIMEOUTS, _POOL, _BATCH = "Endpoint", "Timeouts and retries", "Connection pool", "Batch client"
+_ENDPOINT, _TIMEOUTS = pgettext_lazy("config generator", "Endpoint"), gettext_lazy("Timeouts and retries")
+_POOL, _BATCH = pgettext_lazy("config generator", "Connection pool"), gettext_lazy("Batch client")
 FIELDS = (
-    Field("base_url", "Base URL", "http://127.0.0.1:8000/v1", "The OpenAI-compatible API, with /v1.",
-          group=_ENDPOINT),
-    Field("api_key_env", "API key variable", "OPENAI_API_KEY",
-          "Read at run time; never written into the files.", group=_ENDPOINT),
-    Field("model", "Model", "meta-llama/Llama-3.1-8B-Instruct", "The served model name.", group=_ENDPOINT),
-    Field("fallback_model", "Fallback model", "", "Tried once when the model's server fails after its "
-          "retries; blank: no fallback.", group=_ENDPOINT),
-    Field("fallback_base_url", "Fallback base URL", "", "Where the fallback model runs; blank: the base URL.",
-          group=_ENDPOINT),
-    Field("connect_timeout_s", "Connect timeout (s)", "10", kind="float", group=_TIMEOUTS),
-    Field("read_timeout_s", "Read timeout (s)", "180", "Above the gateway's proxy_read_timeout.",
-          kind="float", group=_TIMEOUTS),
-    Field("write_timeout_s", "Write timeout (s)", "30", kind="float", group=_TIMEOUTS),
-    Field("pool_timeout_s", "Pool timeout (s)", "10", "Waiting for a free connection.", kind="float",
-          group=_TIMEOUTS),
-    Field("max_retries", "Retries", "3", "On connection errors, timeouts, 429 and 5xx.", kind="int",
-          group=_TIMEOUTS),
-    Field("max_connections", "Max connections", "100", kind="int", group=_POOL),
-    Field("max_keepalive", "Max keep-alive connections", "20", kind="int", group=_POOL),
-    Field("batch_concurrency", "Concurrent requests", "8", kind="int", group=_BATCH),
-    Field("batch_requests_per_s", "Requests per second", "5", kind="float", group=_BATCH),
-    Field("max_tokens", "max_tokens", "512", "The default per request.", kind="int", group=_BATCH),
-)  # fmt: skip
+    Field(
+        "base_url",
+        pgettext_lazy("config generator", "Base URL"),
+        "http://127.0.0.1:8000/v1",
+        gettext_lazy("The OpenAI-compatible API, with /v1."),
+        group=_ENDPOINT,
+    ),
+    Field(
+        "api_key_env",
+        gettext_lazy("API key variable"),
+        "OPENAI_API_KEY",
+        gettext_lazy("Read at run time; never written into the files."),
+        group=_ENDPOINT,
+    ),
+    Field(
+        "model",
+        pgettext_lazy("config generator", "Model"),
+        "meta-llama/Llama-3.1-8B-Instruct",
+        gettext_lazy("The served model name."),
+        group=_ENDPOINT,
+    ),
+    Field(
+        "fallback_model",
+        gettext_lazy("Fallback model"),
+        "",
+        gettext_lazy("Tried once when the model's server fails after its retries; blank: no fallback."),
+        group=_ENDPOINT,
+    ),
+    Field(
+        "fallback_base_url",
+        gettext_lazy("Fallback base URL"),
+        "",
+        gettext_lazy("Where the fallback model runs; blank: the base URL."),
+        group=_ENDPOINT,
+    ),
+    Field("connect_timeout_s", gettext_lazy("Connect timeout (s)"), "10", kind="float", group=_TIMEOUTS),
+    Field(
+        "read_timeout_s",
+        gettext_lazy("Read timeout (s)"),
+        "180",
+        gettext_lazy("Above the gateway's proxy_read_timeout."),
+        kind="float",
+        group=_TIMEOUTS,
+    ),
+    Field("write_timeout_s", gettext_lazy("Write timeout (s)"), "30", kind="float", group=_TIMEOUTS),
+    Field(
+        "pool_timeout_s",
+        gettext_lazy("Pool timeout (s)"),
+        "10",
+        gettext_lazy("Waiting for a free connection."),
+        kind="float",
+        group=_TIMEOUTS,
+    ),
+    Field(
+        "max_retries",
+        pgettext_lazy("config generator", "Retries"),
+        "3",
+        gettext_lazy("On connection errors, timeouts, 429 and 5xx."),
+        kind="int",
+        group=_TIMEOUTS,
+    ),
+    Field(
+        "max_connections",
+        pgettext_lazy("config generator", "Max connections"),
+        "100",
+        kind="int",
+        group=_POOL,
+    ),
+    Field("max_keepalive", gettext_lazy("Max keep-alive connections"), "20", kind="int", group=_POOL),
+    Field("batch_concurrency", gettext_lazy("Concurrent requests"), "8", kind="int", group=_BATCH),
+    Field(
+        "batch_requests_per_s",
+        pgettext_lazy("config generator", "Requests per second"),
+        "5",
+        kind="float",
+        group=_BATCH,
+    ),
+    Field(
+        "max_tokens",
+        "`max_tokens`",
+        "512",
+        gettext_lazy("The default per request."),
+        kind="int",
+        group=_BATCH,
+    ),
+)
 
 PRESETS = {
     "low_latency": {"connect_timeout_s": "3", "read_timeout_s": "30", "write_timeout_s": "10",
@@ -81,9 +148,9 @@ PRESETS = {
                         "batch_requests_per_s": "20"},
 }  # fmt: skip
 PRESET_LABELS = {
-    "low_latency": "Low latency: short read timeout, one retry",
-    "balanced": "Balanced: the guide's 10 / 180 / 30 / 10 s, 3 retries",
-    "high_throughput": "High throughput: more connections and batch concurrency",
+    "low_latency": gettext_lazy("Low latency: short read timeout, one retry"),
+    "balanced": gettext_lazy("Balanced: the guide's 10 / 180 / 30 / 10 s, 3 retries"),
+    "high_throughput": gettext_lazy("High throughput: more connections and batch concurrency"),
 }
 
 
@@ -180,12 +247,21 @@ def _zero_timeouts(spec: ClientSpec) -> Check | None:
     zero = [n for n in ("connect", "read", "write", "pool") if getattr(spec, f"{n}_timeout_s") <= 0]
     if not zero:
         return None
+    names = {
+        "connect": pgettext("config generator", "connect"),
+        "read": pgettext("config generator", "read"),
+        "write": pgettext("config generator", "write"),
+        "pool": pgettext("config generator", "pool"),
+    }
     return Check(
         "error",
-        f"{', '.join(zero)} timeout is 0",
-        why="httpx (the SDK) treats 0 as no time at all and fails every request; aiohttp treats it as "
-        "no limit and can wait forever. Neither is what a 0 was meant to say.",
-        fix="Use the guide's 10 / 180 / 30 / 10 s, or shorter, but above 0.",
+        _("%(timeouts)s timeout is 0")
+        % {"timeouts": pgettext("list separator", ", ").join(names[n] for n in zero)},
+        why=_(
+            "httpx (the SDK) treats 0 as no time at all and fails every request; aiohttp treats it as "
+            "no limit and can wait forever. Neither is what a 0 was meant to say."
+        ),
+        fix=_("Use the guide's 10 / 180 / 30 / 10 s, or shorter, but above 0."),
     )
 
 
@@ -194,11 +270,15 @@ def _too_many_retries(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "error",
-        f"{spec.max_retries} retries",
-        why="Each retry is another full request to a server that is already failing or throttling: many "
-        f"clients doing {spec.max_retries} retries turn an overload into a retry storm, and one call can "
-        f"hang for up to {spec.max_retries + 1} x the read timeout.",
-        fix=f"3 (the guide), at most {MAX_SENSIBLE_RETRIES}; let the fallback model take over instead.",
+        _("%(retries)s retries") % {"retries": spec.max_retries},
+        why=_(
+            "Each retry is another full request to a server that is already failing or throttling: many "
+            "clients doing %(retries)s retries turn an overload into a retry storm, and one call can "
+            "hang for up to %(attempts)s x the read timeout."
+        )
+        % {"retries": spec.max_retries, "attempts": spec.max_retries + 1},
+        fix=_("3 (the guide), at most %(most)s; let the fallback model take over instead.")
+        % {"most": MAX_SENSIBLE_RETRIES},
     )
 
 
@@ -207,10 +287,13 @@ def _connect_not_below_read(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "warning",
-        f"Connect timeout {spec.connect_timeout_s:g} s is not below read timeout {spec.read_timeout_s:g} s",
-        why="A connection is set up in milliseconds; the read timeout has to cover the prefill and, without "
-        "streaming, the whole answer. Equal or reversed values usually mean the two were swapped.",
-        fix="Connect 3-10 s, read well above the longest expected answer.",
+        _("Connect timeout %(connect)s s is not below read timeout %(read)s s")
+        % {"connect": f"{spec.connect_timeout_s:g}", "read": f"{spec.read_timeout_s:g}"},
+        why=_(
+            "A connection is set up in milliseconds; the read timeout has to cover the prefill and, without "
+            "streaming, the whole answer. Equal or reversed values usually mean the two were swapped."
+        ),
+        fix=_("Connect 3-10 s, read well above the longest expected answer."),
     )
 
 
@@ -220,11 +303,14 @@ def _read_below_longest_answer(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "warning",
-        f"Read timeout {spec.read_timeout_s:g} s is shorter than a {spec.max_tokens}-token answer "
-        f"(~{longest:.0f} s)",
-        why=f"At about {ASSUMED_TOKENS_PER_S:g} tokens/s a full answer takes ~{longest:.0f} s. A "
-        "non-streamed request waits for all of it, times out, and the retry starts the generation again.",
-        fix="Raise the read timeout, lower max_tokens, or stream.",
+        _("Read timeout %(read)s s is shorter than a %(tokens)s-token answer (~%(longest)s s)")
+        % {"read": f"{spec.read_timeout_s:g}", "tokens": spec.max_tokens, "longest": f"{longest:.0f}"},
+        why=_(
+            "At about %(speed)s tokens/s a full answer takes ~%(longest)s s. A non-streamed request waits "
+            "for all of it, times out, and the retry starts the generation again."
+        )
+        % {"speed": f"{ASSUMED_TOKENS_PER_S:g}", "longest": f"{longest:.0f}"},
+        fix=_("Raise the read timeout, lower max_tokens, or stream."),
     )
 
 
@@ -235,12 +321,22 @@ def _concurrency_wasted(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "warning",
-        f"The rate limit leaves most of the {spec.batch_concurrency} batch slots idle",
-        why=f"At {spec.batch_requests_per_s:g} requests/s, with answers of at most "
-        f"~{spec.longest_answer_s:.0f} s, about {in_flight:.1f} requests are ever in flight "
-        "(rate x latency), so the concurrency limit is never reached: the rate limit alone sets the pace.",
-        fix=f"Raise the rate to about {spec.batch_concurrency / max(spec.longest_answer_s, 0.001):.1f}/s "
-        f"or lower the concurrency to {max(1, round(in_flight))}.",
+        _("The rate limit leaves most of the %(slots)s batch slots idle") % {"slots": spec.batch_concurrency},
+        why=_(
+            "At %(rate)s requests/s, with answers of at most ~%(longest)s s, about %(in_flight)s requests "
+            "are ever in flight (rate x latency), so the concurrency limit is never reached: the rate limit "
+            "alone sets the pace."
+        )
+        % {
+            "rate": f"{spec.batch_requests_per_s:g}",
+            "longest": f"{spec.longest_answer_s:.0f}",
+            "in_flight": f"{in_flight:.1f}",
+        },
+        fix=_("Raise the rate to about %(rate)s/s or lower the concurrency to %(concurrency)s.")
+        % {
+            "rate": f"{spec.batch_concurrency / max(spec.longest_answer_s, 0.001):.1f}",
+            "concurrency": max(1, round(in_flight)),
+        },
     )
 
 
@@ -249,9 +345,9 @@ def _keepalive_above_connections(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "warning",
-        "More keep-alive connections than connections",
-        why="httpx never holds more than max_connections; the extra keep-alive allowance is never used.",
-        fix=f"Keep-alive at most {spec.max_connections}.",
+        _("More keep-alive connections than connections"),
+        why=_("httpx never holds more than max_connections; the extra keep-alive allowance is never used."),
+        fix=_("Keep-alive at most %(count)s.") % {"count": spec.max_connections},
     )
 
 
@@ -260,9 +356,11 @@ def _fallback_without_model(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "warning",
-        "Fallback base URL without a fallback model: no fallback",
-        why="The fallback is a model; without one the client raises after its retries and the URL is unused.",
-        fix="Name the fallback model (it may be the same model served at the second URL).",
+        _("Fallback base URL without a fallback model: no fallback"),
+        why=_(
+            "The fallback is a model; without one the client raises after its retries and the URL is unused."
+        ),
+        fix=_("Name the fallback model (it may be the same model served at the second URL)."),
     )
 
 
@@ -272,9 +370,9 @@ def _fallback_same_as_primary(spec: ClientSpec) -> Check | None:
         return None
     return Check(
         "warning",
-        "The fallback is the primary model on the same server",
-        why="It fails the same way at the same moment: the fallback only adds one more attempt.",
-        fix="Use a second model, or the same model behind a second base URL.",
+        _("The fallback is the primary model on the same server"),
+        why=_("It fails the same way at the same moment: the fallback only adds one more attempt."),
+        fix=_("Use a second model, or the same model behind a second base URL."),
     )
 
 
@@ -282,17 +380,23 @@ def _confirmations(spec: ClientSpec) -> list[Check]:
     return [
         Check(
             "ok",
-            f"Client read timeout {spec.read_timeout_s:g} s is the outer end of the timeout chain",
-            why="Engine budget (max_tokens) < gateway proxy_read_timeout < client read timeout (the guide's "
-            "120 / 150 / 180 s, corrections #9): the gateway gives up first and answers 504, and the client "
-            "sees why.",
-            fix=f"Set the gateway's proxy_read_timeout below {spec.read_timeout_s:g} s.",
+            _("Client read timeout %(read)s s is the outer end of the timeout chain")
+            % {"read": f"{spec.read_timeout_s:g}"},
+            why=_(
+                "Engine budget (max_tokens) < gateway proxy_read_timeout < client read timeout (the guide's "
+                "120 / 150 / 180 s, corrections #9): the gateway gives up first and answers 504, and the "
+                "client sees why."
+            ),
+            fix=_("Set the gateway's proxy_read_timeout below %(read)s s.")
+            % {"read": f"{spec.read_timeout_s:g}"},
         ),
         Check(
             "ok",
-            f"The API key is read from ${spec.api_key_env} at run time",
-            why="Neither file holds a key; without the variable they send EMPTY, which vLLM without "
-            "--api-key accepts.",
+            _("The API key is read from %(variable)s at run time") % {"variable": f"${spec.api_key_env}"},
+            why=_(
+                "Neither file holds a key; without the variable they send EMPTY, which vLLM without "
+                "--api-key accepts."
+            ),
         ),
     ]
 
@@ -302,9 +406,11 @@ def _confirmations(spec: ClientSpec) -> list[Check]:
 
 GENERATOR = Generator(
     key="client",
-    label="Client config",
-    description="An OpenAI SDK client (sync and async, connection limits, fallback model) and an aiohttp "
-    "batch client with a concurrency limit, a rate limit and Retry-After-aware retries.",
+    label=gettext_noop("Client config"),
+    description=gettext_noop(
+        "An OpenAI SDK client (sync and async, connection limits, fallback model) and an aiohttp "
+        "batch client with a concurrency limit, a rate limit and Retry-After-aware retries."
+    ),
     fields=FIELDS,
     build=build,
     render=render,

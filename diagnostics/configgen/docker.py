@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from django.utils.translation import gettext_noop, pgettext_lazy
+
 from diagnostics.configgen import launch, vllm_serve
 from diagnostics.configgen.base import ConfigFile, Section
 
@@ -48,15 +50,17 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
 
 GENERATOR = launch.generator(
     key="docker",
-    label="docker run",
-    description="The launch as a container: --gpus, --shm-size, memory limit without swap, the model cache.",
+    label=gettext_noop("docker run"),
+    description=gettext_noop(
+        "The launch as a container: --gpus, --shm-size, memory limit without swap, the model cache."
+    ),
     render=render,
     sections=(
         launch.MODEL_SECTION,
         launch.gpu_section(),
         launch.MEMORY_SECTION,
         Section(
-            "Container",
+            pgettext_lazy("config generator", "Container"),
             (
                 "name",
                 "image",
@@ -69,6 +73,6 @@ GENERATOR = launch.generator(
             ),
         ),
         launch.ENGINE_FLAGS_SECTION,
-        Section("Server", ("host",), advanced=True),
+        Section(launch.SERVER, ("host",), advanced=True),
     ),
 )

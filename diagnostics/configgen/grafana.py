@@ -20,6 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop, pgettext_lazy
+
 from diagnostics.configgen import safety
 from diagnostics.configgen.base import Check, ConfigFile, Field, Generator
 from diagnostics.configgen.vllm_metric_names import (
@@ -41,14 +44,39 @@ QUANTILES = ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"))
 REFRESH_CHOICES = (("10s", "10s"), ("30s", "30s"), ("1m", "1m"), ("5m", "5m"))
 
 FIELDS: tuple[Field, ...] = (
-    Field("vllm_version", "vLLM version", DEFAULT_VERSION, "Picks the metric names the panels query.",
-          kind="choice", choices=VERSION_CHOICES),
-    Field("job", "Prometheus job", "vllm", "The job label of the vLLM scrape targets."),
-    Field("title", "Dashboard title", "vLLM overview"),
-    Field("refresh", "Refresh every", "30s", kind="choice", choices=REFRESH_CHOICES),
-    Field("gpu_exporter", "GPU exporter", "dcgm", "Where the GPU memory, utilization and temperature "
-          "panels read from.", kind="choice", choices=GPU_EXPORTER_CHOICES),
-)  # fmt: skip
+    Field(
+        "vllm_version",
+        gettext_lazy("vLLM version"),
+        DEFAULT_VERSION,
+        gettext_lazy("Picks the metric names the panels query."),
+        kind="choice",
+        choices=VERSION_CHOICES,
+    ),
+    Field(
+        "job",
+        gettext_lazy("Prometheus job"),
+        "vllm",
+        gettext_lazy("The job label of the vLLM scrape targets."),
+    ),
+    Field(
+        "title", pgettext_lazy("config generator", "Dashboard title"), "vLLM overview"
+    ),  # the default is the file's: English
+    Field(
+        "refresh",
+        pgettext_lazy("config generator", "Refresh every"),
+        "30s",
+        kind="choice",
+        choices=REFRESH_CHOICES,
+    ),
+    Field(
+        "gpu_exporter",
+        gettext_lazy("GPU exporter"),
+        "dcgm",
+        gettext_lazy("Where the GPU memory, utilization and temperature panels read from."),
+        kind="choice",
+        choices=GPU_EXPORTER_CHOICES,
+    ),
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +100,7 @@ class DashboardSpec:
 def build(values: Mapping[str, str]) -> DashboardSpec:
     title = safety.text("title", values["title"], max_length=120)
     if not title:
-        raise safety.UnsafeValue("title: a dashboard needs a title")
+        raise safety.UnsafeValue("title: " + _("a dashboard needs a title"))
     return DashboardSpec(
         version_label=values["vllm_version"],
         metrics=metrics_for(values["vllm_version"]),
@@ -356,29 +384,49 @@ def render(spec: DashboardSpec) -> list[ConfigFile]:
 def checks(spec: DashboardSpec) -> list[Check]:
     m = spec.metrics
     found = [
-        Check("ok", f"KV cache panel reads {m.kv_usage}; inter-token latency reads {m.inter_token_latency}",
-              "Metric names follow vLLM's renames (kv_cache_usage_perc from 0.9, inter_token_latency_seconds "
-              "from 0.11)."),
-        Check("ok", "Success rate from vllm:request_success_total{finished_reason}",
-              "The guide's vllm:request_failure_total does not exist in any vLLM version."),
-        Check("ok", f"GPU panels need the {dict(GPU_EXPORTER_CHOICES)[spec.gpu_exporter]} scraped",
-              "vLLM exports no GPU memory, utilization or temperature of its own.",
-              "Scrape the exporter in the same Prometheus; its targets are not filtered by job or instance."),
-    ]  # fmt: skip
+        Check(
+            "ok",
+            _("KV cache panel reads %(kv)s; inter-token latency reads %(itl)s")
+            % {"kv": m.kv_usage, "itl": m.inter_token_latency},
+            _(
+                "Metric names follow vLLM's renames (kv_cache_usage_perc from 0.9, "
+                "inter_token_latency_seconds from 0.11)."
+            ),
+        ),
+        Check(
+            "ok",
+            _("Success rate from %(metric)s") % {"metric": "vllm:request_success_total{finished_reason}"},
+            _("The guide's vllm:request_failure_total does not exist in any vLLM version."),
+        ),
+        Check(
+            "ok",
+            _("GPU panels need the %(exporter)s scraped")
+            % {"exporter": dict(GPU_EXPORTER_CHOICES)[spec.gpu_exporter]},
+            _("vLLM exports no GPU memory, utilization or temperature of its own."),
+            _("Scrape the exporter in the same Prometheus; its targets are not filtered by job or instance."),
+        ),
+    ]
     if m.cpu_cache_usage:
-        found.append(Check("ok", "Swap series shown (vLLM 0.7, V0 engine)"))
+        found.append(Check("ok", _("Swap series shown (vLLM 0.7, V0 engine)")))
     if spec.refresh == "10s":
-        found.append(Check("warning", "Refreshing every 10s is faster than a usual 15s scrape",
-                           "Every refresh re-runs all queries while the data changes every scrape.",
-                           "Use 30s unless the scrape interval is shorter."))  # fmt: skip
+        found.append(
+            Check(
+                "warning",
+                _("Refreshing every 10s is faster than a usual 15s scrape"),
+                _("Every refresh re-runs all queries while the data changes every scrape."),
+                _("Use 30s unless the scrape interval is shorter."),
+            )
+        )
     return found
 
 
 GENERATOR = Generator(
     key="grafana",
-    label="Grafana dashboard",
-    description="The guide's vLLM dashboard (5.3.3): overview, latency, resources and throughput rows with "
-    "the metric names of the chosen vLLM version.",
+    label=gettext_noop("Grafana dashboard"),
+    description=gettext_noop(
+        "The guide's vLLM dashboard (5.3.3): overview, latency, resources and throughput rows with "
+        "the metric names of the chosen vLLM version."
+    ),
     fields=FIELDS,
     build=build,
     render=render,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
+from django.utils.translation import gettext_noop, pgettext_lazy
 
 from diagnostics.configgen import launch
 from diagnostics.configgen.base import ConfigFile, Section
@@ -97,9 +98,10 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
 
 GENERATOR = launch.generator(
     key="k8s",
-    label="Kubernetes Deployment and Service",
-    description="GPUs and memory from the sizing, /health probes that allow for loading, "
-    "/dev/shm for multi-GPU.",
+    label=gettext_noop("Kubernetes Deployment and Service"),
+    description=gettext_noop(
+        "GPUs and memory from the sizing, /health probes that allow for loading, /dev/shm for multi-GPU."
+    ),
     render=render,
     build=build,
     defaults={"gpu_devices": ""},  # blank: as many as TP x PP, for a deployment archive from here
@@ -108,7 +110,7 @@ GENERATOR = launch.generator(
         launch.gpu_section(devices=False),
         launch.MEMORY_SECTION,
         Section(
-            "Kubernetes",
+            launch.KUBERNETES,
             (
                 "name",
                 "namespace",
@@ -121,6 +123,10 @@ GENERATOR = launch.generator(
             ),
         ),
         launch.ENGINE_FLAGS_SECTION,
-        Section("Pod", ("port", "host", "shm_size_gib", "startup_minutes"), advanced=True),
+        Section(
+            pgettext_lazy("config generator", "Pod"),
+            ("port", "host", "shm_size_gib", "startup_minutes"),
+            advanced=True,
+        ),
     ),
 )

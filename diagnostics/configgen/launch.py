@@ -9,200 +9,261 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
+
 from diagnostics.configgen import safety, vllm_flags
 from diagnostics.configgen.base import Check, ConfigFile, Field, Generator, Section, flag
 from fleet import gpu_catalog
 
 V = vllm_flags.SUPPORTED_VERSIONS
-_ON_OFF = (("on", "on"), ("off", "off"))
+
+MODEL, GPUS, MEMORY = (
+    pgettext_lazy("config generator", "Model"),
+    pgettext_lazy("config generator", "GPUs"),
+    pgettext_lazy("config generator", "Memory"),
+)
+SCHEDULING, SERVER = (
+    pgettext_lazy("config generator", "Scheduling"),
+    pgettext_lazy("config generator", "Server"),
+)
+DEPLOYMENT, KUBERNETES, WATCHDOG = (
+    pgettext_lazy("config generator", "Deployment"),
+    "Kubernetes",
+    pgettext_lazy("config generator", "Watchdog"),
+)
 
 LAUNCH_FIELDS: tuple[Field, ...] = (
-    Field("model", "Model", "Qwen/Qwen3-8B", "Hugging Face id or a local path.", group="Model"),
-    Field("served_model_name", "--served-model-name", "", "Blank: the model id.", group="Model"),
+    Field(
+        "model",
+        pgettext_lazy("config generator", "Model"),
+        "Qwen/Qwen3-8B",
+        gettext_lazy("Hugging Face id or a local path."),
+        group=MODEL,
+    ),
+    Field(
+        "served_model_name", "`--served-model-name`", "", gettext_lazy("Blank: the model id."), group=MODEL
+    ),
     Field(
         "vllm_version",
-        "vLLM version",
+        gettext_lazy("vLLM version"),
         vllm_flags.DEFAULT_VERSION,
         kind="choice",
         choices=tuple((v, v) for v in V),
-        group="Model",
-        help="Only flags this version accepts are written.",
+        group=MODEL,
+        help=gettext_lazy("Only flags this version accepts are written."),
     ),
     Field(
         "dtype",
-        "--dtype",
+        "`--dtype`",
         "auto",
         kind="choice",
         choices=(("auto", "auto"), ("bfloat16", "bfloat16"), ("float16", "float16")),
-        group="Model",
+        group=MODEL,
     ),
     Field(
         "quantization",
-        "--quantization",
+        "`--quantization`",
         "",
         kind="choice",
         choices=(
-            ("", "none / the checkpoint's"),
+            ("", gettext_lazy("none / the checkpoint's")),
             ("fp8", "fp8"),
             ("awq", "awq"),
             ("gptq", "gptq"),
             ("bitsandbytes", "bitsandbytes"),
         ),
-        group="Model",
+        group=MODEL,
     ),
-    Field("trust_remote_code", "--trust-remote-code", "off", kind="bool", group="Model"),
+    Field("trust_remote_code", "`--trust-remote-code`", "off", kind="bool", group=MODEL),
     Field(
         "gpu_model",
-        "GPU model",
+        pgettext_lazy("config generator", "GPU model"),
         "",
-        "For the sizing cross-check of max_num_seqs and max_model_len.",
+        gettext_lazy("For the sizing cross-check of max_num_seqs and max_model_len."),
         kind="choice",
-        choices=(("", "not checked"), *gpu_catalog.choices()),
-        group="GPUs",
+        choices=(("", gettext_lazy("not checked")), *gpu_catalog.choices()),
+        group=GPUS,
     ),
-    Field("tensor_parallel_size", "--tensor-parallel-size", "1", kind="int", group="GPUs"),
-    Field("pipeline_parallel_size", "--pipeline-parallel-size", "1", kind="int", group="GPUs"),
+    Field("tensor_parallel_size", "`--tensor-parallel-size`", "1", kind="int", group=GPUS),
+    Field("pipeline_parallel_size", "`--pipeline-parallel-size`", "1", kind="int", group=GPUS),
     Field(
         "gpu_devices",
-        "GPU devices",
+        pgettext_lazy("config generator", "GPU devices"),
         "0",
-        "GPU indexes, like 0,1 (docker --gpus, CUDA_VISIBLE_DEVICES). Blank: the first TP × PP GPUs.",
-        group="GPUs",
+        gettext_lazy(
+            "GPU indexes, like 0,1 (docker --gpus, CUDA_VISIBLE_DEVICES). Blank: the first TP × PP GPUs."
+        ),
+        group=GPUS,
     ),
-    Field("gpu_memory_utilization", "--gpu-memory-utilization", "0.9", kind="float", group="Memory"),
+    Field("gpu_memory_utilization", "`--gpu-memory-utilization`", "0.9", kind="float", group=MEMORY),
     Field(
-        "max_model_len", "--max-model-len", "32768", kind="int", help="Blank: the model's.", group="Memory"
+        "max_model_len",
+        "`--max-model-len`",
+        "32768",
+        kind="int",
+        help=gettext_lazy("Blank: the model's."),
+        group=MEMORY,
     ),
     Field(
         "kv_cache_dtype",
-        "--kv-cache-dtype",
+        "`--kv-cache-dtype`",
         "auto",
         kind="choice",
         choices=(("auto", "auto"), ("fp8", "fp8")),
-        group="Memory",
+        group=MEMORY,
     ),
     Field(
-        "max_num_seqs", "--max-num-seqs", "", kind="int", help="Blank: vLLM's default.", group="Scheduling"
+        "max_num_seqs",
+        "`--max-num-seqs`",
+        "",
+        kind="int",
+        help=gettext_lazy("Blank: vLLM's default."),
+        group=SCHEDULING,
     ),
-    Field("max_num_batched_tokens", "--max-num-batched-tokens", "", kind="int", group="Scheduling"),
+    Field("max_num_batched_tokens", "`--max-num-batched-tokens`", "", kind="int", group=SCHEDULING),
     Field(
         "enable_chunked_prefill",
-        "chunked prefill",
+        gettext_lazy("chunked prefill"),
         "on",
         kind="bool",
-        group="Scheduling",
-        help="On by default from 0.8 (V1); written only where it is not the default.",
+        group=SCHEDULING,
+        help=gettext_lazy("On by default from 0.8 (V1); written only where it is not the default."),
     ),
     Field(
         "enable_prefix_caching",
-        "prefix caching",
+        pgettext_lazy("config generator", "prefix caching"),
         "on",
         kind="bool",
-        group="Scheduling",
-        help="On by default from 0.8 (V1).",
+        group=SCHEDULING,
+        help=gettext_lazy("On by default from 0.8 (V1)."),
     ),
-    Field("enforce_eager", "--enforce-eager", "off", kind="bool", group="Scheduling"),
-    Field("host", "--host", "0.0.0.0", group="Server"),
-    Field("port", "--port", "8000", kind="int", group="Server"),
+    Field("enforce_eager", "`--enforce-eager`", "off", kind="bool", group=SCHEDULING),
+    Field("host", "`--host`", "0.0.0.0", group=SERVER),
+    Field("port", "`--port`", "8000", kind="int", group=SERVER),
     Field(
         "api_key_env",
-        "API key variable",
+        gettext_lazy("API key variable"),
         "VLLM_API_KEY",
-        "vLLM reads VLLM_API_KEY itself; the key is never written into a file.",
-        group="Server",
+        gettext_lazy("vLLM reads VLLM_API_KEY itself; the key is never written into a file."),
+        group=SERVER,
     ),
-    Field("log_requests", "log each request", "off", kind="bool", group="Server"),
+    Field("log_requests", gettext_lazy("log each request"), "off", kind="bool", group=SERVER),
     Field(
         "longest_generation_s",
-        "Longest generation (s)",
+        gettext_lazy("Longest generation (s)"),
         "120",
-        "The engine-side budget of the timeout chain (max_tokens / tokens per second); "
-        "the gateway and client timeouts must exceed it.",
+        gettext_lazy(
+            "The engine-side budget of the timeout chain (max_tokens / tokens per second); "
+            "the gateway and client timeouts must exceed it."
+        ),
         kind="float",
-        group="Server",
+        group=SERVER,
     ),
     Field(
-        "name", "Name", "vllm", "Container, Kubernetes and systemd name (a-z, 0-9, -).", group="Deployment"
+        "name",
+        pgettext_lazy("config generator", "Name"),
+        "vllm",
+        gettext_lazy("Container, Kubernetes and systemd name (a-z, 0-9, -)."),
+        group=DEPLOYMENT,
     ),
-    Field("image", "Image", "", "Blank: vllm/vllm-openai for the version.", group="Deployment"),
+    Field(
+        "image",
+        pgettext_lazy("config generator", "Image"),
+        "",
+        gettext_lazy("Blank: vllm/vllm-openai for the version."),
+        group=DEPLOYMENT,
+    ),
     Field(
         "model_cache",
-        "Model cache path",
+        gettext_lazy("Model cache path"),
         "/models",
-        "Host path (docker, systemd) with the weights.",
-        group="Deployment",
+        gettext_lazy("Host path (docker, systemd) with the weights."),
+        group=DEPLOYMENT,
     ),
     Field(
         "memory_limit_gib",
-        "Memory limit (GiB)",
+        gettext_lazy("Memory limit (GiB)"),
         "72",
         kind="int",
-        help="Container limit: the load peak + 20 % (sizing).",
-        group="Deployment",
+        help=gettext_lazy("Container limit: the load peak + 20 % (sizing)."),
+        group=DEPLOYMENT,
     ),
-    Field("memory_request_gib", "Memory request (GiB)", "32", kind="int", group="Deployment"),
+    Field("memory_request_gib", gettext_lazy("Memory request (GiB)"), "32", kind="int", group=DEPLOYMENT),
     Field(
         "shm_size_gib",
-        "/dev/shm (GiB)",
+        "`/dev/shm` (GiB)",
         "8",
         kind="int",
-        help="8 GiB for multi-GPU: NCCL shares tensors through /dev/shm.",
-        group="Deployment",
+        help=gettext_lazy("8 GiB for multi-GPU: NCCL shares tensors through /dev/shm."),
+        group=DEPLOYMENT,
     ),
     Field(
         "docker_ipc",
-        "docker shared memory",
+        gettext_lazy("docker shared memory"),
         "shm-size",
-        "--shm-size gives the container its own /dev/shm of that size; --ipc=host shares the host's.",
+        gettext_lazy(
+            "--shm-size gives the container its own /dev/shm of that size; --ipc=host shares the host's."
+        ),
         kind="choice",
         choices=(("shm-size", "--shm-size"), ("host", "--ipc=host")),
-        group="Deployment",
+        group=DEPLOYMENT,
     ),
-    Field("namespace", "Kubernetes namespace", "llm", group="Kubernetes"),
-    Field("replicas", "Replicas", "1", kind="int", group="Kubernetes"),
-    Field("model_pvc", "Model cache PVC", "model-cache", group="Kubernetes"),
+    Field("namespace", gettext_lazy("Kubernetes namespace"), "llm", group=KUBERNETES),
+    Field("replicas", pgettext_lazy("config generator", "Replicas"), "1", kind="int", group=KUBERNETES),
+    Field("model_pvc", gettext_lazy("Model cache PVC"), "model-cache", group=KUBERNETES),
     Field(
         "api_key_secret",
-        "API key Secret",
+        gettext_lazy("API key Secret"),
         "",
-        "Blank: no key. The Secret's key is api-key.",
-        group="Kubernetes",
+        gettext_lazy("Blank: no key. The Secret's key is api-key."),
+        group=KUBERNETES,
     ),
     Field(
         "startup_minutes",
-        "Start-up allowance (min)",
+        gettext_lazy("Start-up allowance (min)"),
         "15",
-        "Loading and profiling take minutes; the startup probe allows this long.",
+        gettext_lazy("Loading and profiling take minutes; the startup probe allows this long."),
         kind="int",
-        group="Kubernetes",
+        group=KUBERNETES,
     ),
-    Field("service_user", "systemd user", "vllm", group="systemd"),
-    Field("venv", "Python venv", "/opt/vllm/venv", group="systemd"),
-    Field("health_interval_s", "Health check every (s)", "15", kind="int", group="Watchdog"),
-    Field("failures_before_restart", "Failures before restart", "3", kind="int", group="Watchdog"),
+    Field("service_user", gettext_lazy("systemd user"), "vllm", group="systemd"),
+    Field("venv", gettext_lazy("Python venv"), "/opt/vllm/venv", group="systemd"),
+    Field("health_interval_s", gettext_lazy("Health check every (s)"), "15", kind="int", group=WATCHDOG),
+    Field(
+        "failures_before_restart", gettext_lazy("Failures before restart"), "3", kind="int", group=WATCHDOG
+    ),
     Field(
         "restart_cooldown_s",
-        "Cooldown after a restart (s)",
+        gettext_lazy("Cooldown after a restart (s)"),
         "300",
         kind="int",
-        group="Watchdog",
-        help="Loading takes minutes: no second restart before this.",
+        group=WATCHDOG,
+        help=gettext_lazy("Loading takes minutes: no second restart before this."),
     ),
-    Field("restart_budget_per_hour", "Restarts per hour at most", "3", kind="int", group="Watchdog"),
-    Field("alert_webhook", "Alert webhook URL", "", "Blank: no alerts. Gets a JSON POST.", group="Watchdog"),
+    Field(
+        "restart_budget_per_hour", gettext_lazy("Restarts per hour at most"), "3", kind="int", group=WATCHDOG
+    ),
+    Field(
+        "alert_webhook",
+        gettext_lazy("Alert webhook URL"),
+        "",
+        gettext_lazy("Blank: no alerts. Gets a JSON POST."),
+        group=WATCHDOG,
+    ),
 )
 
 # The fieldsets the four launch forms share; each generator adds its own (container,
 # Kubernetes, systemd and watchdog) and leaves out what its files do not use.
 MODEL_SECTION = Section(
-    "Model & engine", ("model", "vllm_version", "served_model_name", "dtype", "quantization")
+    gettext_lazy("Model & engine"), ("model", "vllm_version", "served_model_name", "dtype", "quantization")
 )
 MEMORY_SECTION = Section(
-    "Memory & batching",
+    gettext_lazy("Memory & batching"),
     ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype"),
 )
 ENGINE_FLAGS_SECTION = Section(
-    "Engine flags",
+    gettext_lazy("Engine flags"),
     ("enable_chunked_prefill", "enable_prefix_caching", "enforce_eager", "trust_remote_code", "log_requests"),
     advanced=True,
 )
@@ -211,7 +272,7 @@ ENGINE_FLAGS_SECTION = Section(
 def gpu_section(*, devices: bool = True) -> Section:
     """Parallelism and the GPUs to use; Kubernetes schedules GPUs by count, not index."""
     names = ("tensor_parallel_size", "pipeline_parallel_size", "gpu_devices", "gpu_model")
-    return Section("GPUs", tuple(n for n in names if devices or n != "gpu_devices"))
+    return Section(GPUS, tuple(n for n in names if devices or n != "gpu_devices"))
 
 
 # The guide's profiles (3.2) and the model combinations of its appendix B, corrected
@@ -269,13 +330,13 @@ PRESETS: dict[str, dict[str, str]] = {
     },
 }
 PRESET_LABELS = {
-    "low_latency": "Low latency (the guide's serving profiles)",
-    "balanced": "Balanced (the guide's serving profiles)",
-    "high_throughput": "High throughput (the guide's serving profiles)",
-    "small_model": "Small model < 10B, one GPU (the guide's model sizes table)",
-    "medium_model": "Medium model 10-30B, one A100 80G (the guide's model sizes table)",
-    "large_model": "Large model 30-70B, two A100 80G (the guide's model sizes table)",
-    "very_large_model": "Very large model > 70B, four A100 80G (the guide's model sizes table)",
+    "low_latency": gettext_lazy("Low latency (the guide's serving profiles)"),
+    "balanced": gettext_lazy("Balanced (the guide's serving profiles)"),
+    "high_throughput": gettext_lazy("High throughput (the guide's serving profiles)"),
+    "small_model": gettext_lazy("Small model < 10B, one GPU (the guide's model sizes table)"),
+    "medium_model": gettext_lazy("Medium model 10-30B, one A100 80G (the guide's model sizes table)"),
+    "large_model": gettext_lazy("Large model 30-70B, two A100 80G (the guide's model sizes table)"),
+    "very_large_model": gettext_lazy("Very large model > 70B, four A100 80G (the guide's model sizes table)"),
 }
 
 
@@ -423,7 +484,12 @@ def build(values: Mapping[str, str]) -> LaunchSpec:
 
 
 def serve_args(spec: LaunchSpec) -> tuple[list[str], list[str]]:
-    """The flags after the model, for the spec's version, and notes on what was left out."""
+    """The flags after the model, for the spec's version, and notes on what was left out
+    (English: the files carry them)."""
+    return vllm_flags.emit(spec.version, _wanted(spec))
+
+
+def _wanted(spec: LaunchSpec) -> list[tuple[str, str | None]]:
     wanted: list[tuple[str, str | None]] = []
     if spec.served_model_name:
         wanted.append(("--served-model-name", spec.served_model_name))
@@ -451,7 +517,7 @@ def serve_args(spec: LaunchSpec) -> tuple[list[str], list[str]]:
     wanted += _defaults_that_differ(spec)
     if spec.enforce_eager:
         wanted.append(("--enforce-eager", None))
-    return vllm_flags.emit(spec.version, wanted)
+    return wanted
 
 
 def _defaults_that_differ(spec: LaunchSpec) -> list[tuple[str, str | None]]:
@@ -501,7 +567,7 @@ def generator(
 
 def checks(spec: LaunchSpec, *, shown: frozenset[str] | None = None) -> list[Check]:
     """What the version left out, then the launch's cross-checks."""
-    _, notes = serve_args(spec)
+    notes = vllm_flags.notes_shown(spec.version, _wanted(spec))
     return [Check("ok", note) for note in notes] + launch_checks(spec, shown=shown)
 
 
@@ -515,16 +581,19 @@ def launch_checks(spec: LaunchSpec, *, shown: frozenset[str] | None = None) -> l
     if (shown is None or "memory_request_gib" in shown) and spec.memory_request_gib > spec.memory_limit_gib:
         checks.append(
             Check(
-                "error", "Memory request above the limit", "Kubernetes refuses such a pod.", "raise the limit"
+                "error",
+                _("Memory request above the limit"),
+                _("Kubernetes refuses such a pod."),
+                _("raise the limit"),
             )
         )
     if spec.gpu_memory_utilization > 0.95:
         checks.append(
             Check(
                 "warning",
-                f"gpu_memory_utilization {spec.gpu_memory_utilization:g} leaves little for CUDA graphs "
-                "and other processes",
-                "Graph capture and the sampler's warm-up run outside the budget before 0.20.",
+                _("gpu_memory_utilization %(value)s leaves little for CUDA graphs and other processes")
+                % {"value": f"{spec.gpu_memory_utilization:g}"},
+                _("Graph capture and the sampler's warm-up run outside the budget before 0.20."),
                 "0.9-0.92",
             )
         )
@@ -537,10 +606,13 @@ def _shm_checks(spec: LaunchSpec) -> list[Check]:
         checks.append(
             Check(
                 "warning",
-                f"/dev/shm of {spec.shm_size_gib} GiB for {spec.gpu_count} GPUs",
-                "Tensor-parallel workers exchange through shared memory; NCCL aborts when it runs out "
-                "(guide 2.5.3).",
-                "shm_size_gib 8 (or --ipc=host)",
+                _("/dev/shm of %(size)s GiB for %(gpus)s GPUs")
+                % {"size": spec.shm_size_gib, "gpus": spec.gpu_count},
+                _(
+                    "Tensor-parallel workers exchange through shared memory; NCCL aborts when it runs out "
+                    "(guide 2.5.3)."
+                ),
+                _("shm_size_gib 8 (or --ipc=host)"),
             )
         )
     return checks
@@ -556,7 +628,12 @@ def sizing_checks(spec: LaunchSpec) -> list[Check]:
         return []
     entry = catalog.find(spec.model, catalog.shipped())
     if entry is None:
-        return [Check("warning", f"Not sized: {spec.model} is not in the shipped sizing catalogue")]
+        return [
+            Check(
+                "warning",
+                _("Not sized: %(model)s is not in the shipped sizing catalogue") % {"model": spec.model},
+            )
+        ]
     try:
         sized = compute(
             SizingSpec(
@@ -576,12 +653,12 @@ def sizing_checks(spec: LaunchSpec) -> list[Check]:
             )
         )
     except (SpecError, ValueError) as exc:
-        return [Check("warning", f"Not sized: {exc}")]
+        return [Check("warning", _("Not sized: %(why)s") % {"why": exc})]
     if sized.error:
         return [
             Check(
                 "error",
-                "vLLM would not start with these flags",
+                _("vLLM would not start with these flags"),
                 sized.error.message,
                 "; ".join(sized.error.fixes),
             )
@@ -590,18 +667,32 @@ def sizing_checks(spec: LaunchSpec) -> list[Check]:
     checks = [
         Check(
             "ok",
-            f"Sizing on {spec.gpu_count} x {spec.gpu_model}: {sized.capacity.tokens:,} tokens of KV cache, "
-            f"{sized.capacity.max_concurrency:.1f} requests at max_model_len "
-            f"{sized.resolved.max_model_len:,}",
+            _(
+                "Sizing on %(gpus)s x %(gpu)s: %(tokens)s tokens of KV cache, %(requests)s requests at "
+                "max_model_len %(max_model_len)s"
+            )
+            % {
+                "gpus": spec.gpu_count,
+                "gpu": spec.gpu_model,
+                "tokens": f"{sized.capacity.tokens:,}",
+                "requests": f"{sized.capacity.max_concurrency:.1f}",
+                "max_model_len": f"{sized.resolved.max_model_len:,}",
+            },
         )
     ]
     if fit < seqs:
         checks.append(
             Check(
                 "warning",
-                f"max_num_seqs {seqs} is above the {fit:.0f} requests of {sized.average_context:,} tokens "
-                "the KV cache holds",
-                "The rest wait for KV blocks or preempt others (guide 2.3.2: available KV / KV per request).",
+                _(
+                    "max_num_seqs %(seqs)s is above the %(fit)s requests of %(tokens)s tokens the KV cache "
+                    "holds"
+                )
+                % {"seqs": seqs, "fit": f"{fit:.0f}", "tokens": f"{sized.average_context:,}"},
+                _(
+                    "The rest wait for KV blocks or preempt others "
+                    "(guide 2.3.2: available KV / KV per request)."
+                ),
                 f"--max-num-seqs {max(int(fit * 0.85), 1)}",
             )
         )

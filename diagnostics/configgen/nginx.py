@@ -15,103 +15,124 @@ from dataclasses import dataclass
 from typing import Any
 
 import crossplane
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop, pgettext_lazy
 
 from diagnostics.configgen import nginx_rules, safety
 from diagnostics.configgen.base import Check, ConfigFile, Field, Generator, flag, lines
 
 D = dict[str, Any]
 
+_SERVER, _UPSTREAM = (
+    pgettext_lazy("config generator", "Server"),
+    pgettext_lazy("config generator", "Upstream"),
+)
+_TIMEOUTS, _LIMITS = (
+    pgettext_lazy("config generator", "Timeouts"),
+    pgettext_lazy("config generator", "Rate limits"),
+)
 FIELDS: tuple[Field, ...] = (
-    Field("server_name", "server_name", "llm-api.example.com", group="Server"),
-    Field("listen_port", "listen port", "80", kind="int", group="Server"),
-    Field("tls", "TLS", "off", kind="bool", group="Server", help="listen 443 ssl, and a redirect on 80."),
-    Field("tls_certificate", "ssl_certificate", "/etc/nginx/ssl/cert.pem", group="Server"),
-    Field("tls_certificate_key", "ssl_certificate_key", "/etc/nginx/ssl/key.pem", group="Server"),
-    Field("upstream_name", "upstream name", "vllm_backend", group="Upstream"),
+    Field("server_name", "`server_name`", "llm-api.example.com", group=_SERVER),
+    Field("listen_port", pgettext_lazy("config generator", "listen port"), "80", kind="int", group=_SERVER),
+    Field(
+        "tls",
+        "TLS",
+        "off",
+        kind="bool",
+        group=_SERVER,
+        help=gettext_lazy("listen 443 ssl, and a redirect on 80."),
+    ),
+    Field("tls_certificate", "`ssl_certificate`", "/etc/nginx/ssl/cert.pem", group=_SERVER),
+    Field("tls_certificate_key", "`ssl_certificate_key`", "/etc/nginx/ssl/key.pem", group=_SERVER),
+    Field(
+        "upstream_name", pgettext_lazy("config generator", "upstream name"), "vllm_backend", group=_UPSTREAM
+    ),
     Field(
         "upstream_servers",
-        "upstream servers",
+        pgettext_lazy("config generator", "upstream servers"),
         "10.0.1.10:8000\n10.0.1.11:8000",
         kind="lines",
-        help="host:port, one per line.",
-        group="Upstream",
+        help=gettext_lazy("host:port, one per line."),
+        group=_UPSTREAM,
     ),
     Field(
         "balancing",
-        "balancing",
+        pgettext_lazy("config generator", "balancing"),
         "least_conn",
         kind="choice",
-        group="Upstream",
+        group=_UPSTREAM,
         choices=(
-            ("least_conn", "least_conn (long requests differ a lot)"),
-            ("round_robin", "round robin"),
+            ("least_conn", gettext_lazy("least_conn (long requests differ a lot)")),
+            ("round_robin", gettext_lazy("round robin")),
             ("ip_hash", "ip_hash"),
-            ("random", "random two least_conn"),
+            ("random", gettext_lazy("random two least_conn")),
         ),
     ),
-    Field("keepalive", "keepalive connections", "64", kind="int", group="Upstream"),
-    Field("max_fails", "max_fails", "3", kind="int", group="Upstream"),
-    Field("fail_timeout", "fail_timeout", "30s", group="Upstream"),
-    Field("client_header_timeout", "client_header_timeout", "10s", group="Timeouts"),
-    Field("client_body_timeout", "client_body_timeout", "30s", group="Timeouts"),
-    Field("proxy_connect_timeout", "proxy_connect_timeout", "10s", group="Timeouts"),
-    Field("proxy_send_timeout", "proxy_send_timeout", "30s", group="Timeouts"),
+    Field("keepalive", gettext_lazy("keepalive connections"), "64", kind="int", group=_UPSTREAM),
+    Field("max_fails", "`max_fails`", "3", kind="int", group=_UPSTREAM),
+    Field("fail_timeout", "`fail_timeout`", "30s", group=_UPSTREAM),
+    Field("client_header_timeout", "`client_header_timeout`", "10s", group=_TIMEOUTS),
+    Field("client_body_timeout", "`client_body_timeout`", "30s", group=_TIMEOUTS),
+    Field("proxy_connect_timeout", "`proxy_connect_timeout`", "10s", group=_TIMEOUTS),
+    Field("proxy_send_timeout", "`proxy_send_timeout`", "30s", group=_TIMEOUTS),
     Field(
         "proxy_read_timeout",
-        "proxy_read_timeout",
+        "`proxy_read_timeout`",
         "150s",
-        group="Timeouts",
-        help="Above the longest generation, below the client's read timeout.",
+        group=_TIMEOUTS,
+        help=gettext_lazy("Above the longest generation, below the client's read timeout."),
     ),
     Field(
         "longest_generation_s",
-        "Longest generation (s)",
+        gettext_lazy("Longest generation (s)"),
         "120",
-        group="Timeouts",
-        help="The engine side of the chain: max_tokens / tokens per second.",
+        group=_TIMEOUTS,
+        help=gettext_lazy("The engine side of the chain: max_tokens / tokens per second."),
     ),
-    Field("client_read_timeout_s", "Client read timeout (s)", "180", group="Timeouts"),
-    Field("rate_per_ip", "requests/s per client IP", "30", kind="int", group="Rate limits"),
-    Field("burst_per_ip", "burst per client IP", "20", kind="int", group="Rate limits"),
-    Field("rate_per_key", "requests/s per API key", "10", kind="int", group="Rate limits"),
-    Field("burst_per_key", "burst per API key", "5", kind="int", group="Rate limits"),
+    Field("client_read_timeout_s", gettext_lazy("Client read timeout (s)"), "180", group=_TIMEOUTS),
+    Field("rate_per_ip", gettext_lazy("requests/s per client IP"), "30", kind="int", group=_LIMITS),
+    Field("burst_per_ip", gettext_lazy("burst per client IP"), "20", kind="int", group=_LIMITS),
+    Field("rate_per_key", gettext_lazy("requests/s per API key"), "10", kind="int", group=_LIMITS),
+    Field("burst_per_key", gettext_lazy("burst per API key"), "5", kind="int", group=_LIMITS),
     Field(
         "nodelay",
-        "nodelay",
+        "`nodelay`",
         "on",
         kind="bool",
-        group="Rate limits",
-        help="Serve the burst at once instead of spacing it out.",
+        group=_LIMITS,
+        help=gettext_lazy("Serve the burst at once instead of spacing it out."),
     ),
     Field(
         "anonymous_key",
-        "requests without an API key",
+        gettext_lazy("requests without an API key"),
         "uncounted",
         kind="choice",
-        group="Rate limits",
+        group=_LIMITS,
         choices=(
-            ("uncounted", "not counted by the key zone (the per-IP zone still limits them)"),
-            ("shared", "one shared 'anonymous' bucket"),
+            ("uncounted", gettext_lazy("not counted by the key zone (the per-IP zone still limits them)")),
+            ("shared", gettext_lazy("one shared 'anonymous' bucket")),
         ),
     ),
-    Field("connections_per_ip", "connections per client IP", "10", kind="int", group="Rate limits"),
+    Field("connections_per_ip", gettext_lazy("connections per client IP"), "10", kind="int", group=_LIMITS),
     Field(
         "batch_cidrs",
-        "batch-worker networks",
+        gettext_lazy("batch-worker networks"),
         "10.0.4.0/24",
         kind="lines",
-        group="Rate limits",
-        help="CIDRs of batch clients: limited by a zone of their own instead of the per-IP one.",
+        group=_LIMITS,
+        help=gettext_lazy(
+            "CIDRs of batch clients: limited by a zone of their own instead of the per-IP one."
+        ),
     ),
-    Field("batch_rate", "requests/s per batch worker", "5", kind="int", group="Rate limits"),
-    Field("batch_burst", "burst per batch worker", "10", kind="int", group="Rate limits"),
-    Field("retry_after_s", "Retry-After on 429 (s)", "1", kind="int", group="Rate limits"),
+    Field("batch_rate", gettext_lazy("requests/s per batch worker"), "5", kind="int", group=_LIMITS),
+    Field("batch_burst", gettext_lazy("burst per batch worker"), "10", kind="int", group=_LIMITS),
+    Field("retry_after_s", gettext_lazy("Retry-After on 429 (s)"), "1", kind="int", group=_LIMITS),
     Field(
         "client_max_body_size",
-        "client_max_body_size",
+        "`client_max_body_size`",
         "10m",
-        group="Server",
-        help="Long prompts and images; nginx's default 1m refuses them with 413.",
+        group=_SERVER,
+        help=gettext_lazy("Long prompts and images; nginx's default 1m refuses them with 413."),
     ),
 )
 
@@ -140,9 +161,9 @@ PRESETS: dict[str, dict[str, str]] = {
     },
 }
 PRESET_LABELS = {
-    "balanced": "Balanced: the guide's gateway (3.2), corrected",
-    "low_latency": "Low latency: short generations, tight limits",
-    "high_throughput": "High throughput: long generations, generous limits",
+    "balanced": gettext_lazy("Balanced: the guide's gateway (3.2), corrected"),
+    "low_latency": gettext_lazy("Low latency: short generations, tight limits"),
+    "high_throughput": gettext_lazy("High throughput: long generations, generous limits"),
 }
 
 ERRORS = {
@@ -200,7 +221,7 @@ TIMEOUTS = (
 def build(values: Mapping[str, str]) -> GatewaySpec:
     servers = tuple(safety.host_port("upstream_servers", s) for s in lines(values["upstream_servers"]))
     if not servers:
-        raise safety.UnsafeValue("upstream_servers: at least one host:port")
+        raise safety.UnsafeValue("upstream_servers: " + _("at least one host:port"))
     count = lambda name, low=0, high=100_000: safety.integer(name, values[name], minimum=low, maximum=high)  # noqa: E731
     return GatewaySpec(
         server_name=safety.host("server_name", values["server_name"]),
@@ -402,20 +423,28 @@ def checks(spec: GatewaySpec) -> list[Check]:
         result.append(
             Check(
                 "ok",
-                f"Timeout chain: engine {spec.longest_generation_s:g}s < gateway {read}s "
-                f"< client {spec.client_read_timeout_s:g}s",
+                _("Timeout chain: engine %(engine)ss < gateway %(gateway)ss < client %(client)ss")
+                % {
+                    "engine": f"{spec.longest_generation_s:g}",
+                    "gateway": read,
+                    "client": f"{spec.client_read_timeout_s:g}",
+                },
             )
         )
     if spec.anonymous_key == "uncounted":
-        result.append(Check("ok", "Requests without an API key are limited per IP, not in one shared bucket"))
+        result.append(
+            Check("ok", _("Requests without an API key are limited per IP, not in one shared bucket"))
+        )
     return result
 
 
 GENERATOR = Generator(
     key="nginx",
-    label="nginx gateway",
-    description="Upstreams with keepalive, layered timeouts, SSE streaming, rate limits per IP, per key and "
-    "for batch workers, JSON errors.",
+    label=gettext_noop("nginx gateway"),
+    description=gettext_noop(
+        "Upstreams with keepalive, layered timeouts, SSE streaming, rate limits per IP, per key and "
+        "for batch workers, JSON errors."
+    ),
     fields=FIELDS,
     build=build,
     render=render,

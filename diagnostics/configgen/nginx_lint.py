@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
+
 from diagnostics.configgen import nginx_rules
 
 MAX_BYTES = 2_000_000
@@ -35,14 +37,19 @@ class LintResult:
 
 def decode(data: bytes | str) -> str:
     if len(data) > MAX_BYTES:
-        raise LintInputError(f"the config is {len(data):,} bytes; the linter reads up to {MAX_BYTES:,}")
+        raise LintInputError(
+            _("the config is %(size)s bytes; the linter reads up to %(limit)s")
+            % {"size": f"{len(data):,}", "limit": f"{MAX_BYTES:,}"}
+        )
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise LintInputError(f"the config is not UTF-8 text (byte {exc.start})") from None
+            raise LintInputError(
+                _("the config is not UTF-8 text (byte %(byte)s)") % {"byte": exc.start}
+            ) from None
     if not data.strip():
-        raise LintInputError("the config is empty")
+        raise LintInputError(_("the config is empty"))
     return data
 
 

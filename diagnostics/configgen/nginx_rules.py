@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import crossplane
+from django.utils.translation import gettext as _
 
 Directive = dict[str, Any]
 
@@ -29,9 +30,9 @@ class Finding:
     rule: str
     severity: str  # error, warning, info
     line: int | None
-    title: str
+    title: str  # title and why in the active language
     why: str
-    fix: str  # the corrected snippet
+    fix: str  # the corrected snippet (nginx config: never translated)
 
 
 @dataclass
@@ -167,10 +168,15 @@ def _timeout_rules(scope: Scope, context: Context, line: int | None, path: str) 
                 "read_timeout_short",
                 "error",
                 where,
-                f"{path}: proxy_read_timeout {value:g}s is not above the longest generation "
-                f"({context.longest_generation_s:g}s)",
-                "nginx cuts a non-streamed answer that takes longer with a 504, while the engine "
-                "keeps computing it (the guide's chain: engine < gateway < client).",
+                _(
+                    "%(path)s: proxy_read_timeout %(value)ss is not above the longest generation "
+                    "(%(longest)ss)"
+                )
+                % {"path": path, "value": f"{value:g}", "longest": f"{context.longest_generation_s:g}"},
+                _(
+                    "nginx cuts a non-streamed answer that takes longer with a 504, while the engine "
+                    "keeps computing it (the guide's chain: engine < gateway < client)."
+                ),
                 f"proxy_read_timeout {int(context.longest_generation_s + 30)}s;",
             )
         )
@@ -181,9 +187,15 @@ def _timeout_rules(scope: Scope, context: Context, line: int | None, path: str) 
                 "timeout_chain",
                 "error",
                 where,
-                f"{path}: proxy_read_timeout {value:g}s is not below the client's read timeout {client:g}s",
-                "The client gives up first and retries while the gateway and engine still work on the "
-                "first attempt: double load exactly when the service is slow.",
+                _(
+                    "%(path)s: proxy_read_timeout %(value)ss is not below the client's read timeout "
+                    "%(client)ss"
+                )
+                % {"path": path, "value": f"{value:g}", "client": f"{client:g}"},
+                _(
+                    "The client gives up first and retries while the gateway and engine still work on the "
+                    "first attempt: double load exactly when the service is slow."
+                ),
                 f"proxy_read_timeout {int(max(client - 30, context.longest_generation_s + 1))}s;",
             )
         )
@@ -199,9 +211,11 @@ def _streaming_rules(scope: Scope, line: int | None, path: str) -> list[Finding]
                 "sse_buffering",
                 "error",
                 buffering.get("line", line) if buffering else line,
-                f"{path}: responses are buffered, so streamed tokens arrive in bursts",
-                "With proxy_buffering on (the default), nginx holds SSE chunks until a buffer fills: "
-                "time to first token looks like the whole generation.",
+                _("%(path)s: responses are buffered, so streamed tokens arrive in bursts") % {"path": path},
+                _(
+                    "With proxy_buffering on (the default), nginx holds SSE chunks until a buffer fills: "
+                    "time to first token looks like the whole generation."
+                ),
                 "proxy_buffering off;\nproxy_cache off;",
             )
         )
@@ -212,9 +226,11 @@ def _streaming_rules(scope: Scope, line: int | None, path: str) -> list[Finding]
                 "http11",
                 "warning",
                 line,
-                f"{path}: proxy_http_version is not 1.1",
-                "nginx speaks HTTP/1.0 to upstreams by default: no chunked streaming and no upstream "
-                "keepalive.",
+                _("%(path)s: proxy_http_version is not 1.1") % {"path": path},
+                _(
+                    "nginx speaks HTTP/1.0 to upstreams by default: no chunked streaming and no upstream "
+                    "keepalive."
+                ),
                 "proxy_http_version 1.1;",
             )
         )
@@ -226,9 +242,11 @@ def _streaming_rules(scope: Scope, line: int | None, path: str) -> list[Finding]
                 "connection_header",
                 "warning",
                 line,
-                f"{path}: the Connection header is not cleared",
-                "Without Connection \"\" nginx sends 'Connection: close' upstream and the keepalive pool "
-                "is never used. A proxy_set_header in a location also drops every one set above it.",
+                _("%(path)s: the Connection header is not cleared") % {"path": path},
+                _(
+                    "Without Connection \"\" nginx sends 'Connection: close' upstream and the keepalive pool "
+                    "is never used. A proxy_set_header in a location also drops every one set above it."
+                ),
                 'proxy_set_header Connection "";',
             )
         )
@@ -253,9 +271,11 @@ def _limit_rules(
                     "burst_zero",
                     "warning",
                     where,
-                    f"{path}: limit_req zone={zone} has no burst",
-                    "Without a burst, two requests in the same instant from one client already exceed "
-                    "the rate and the second gets 429: normal client concurrency is refused.",
+                    _("%(path)s: limit_req zone=%(zone)s has no burst") % {"path": path, "zone": zone},
+                    _(
+                        "Without a burst, two requests in the same instant from one client already exceed "
+                        "the rate and the second gets 429: normal client concurrency is refused."
+                    ),
                     f"limit_req zone={zone} burst={int(max(rate or 1, 1) * 2)} nodelay;",
                 )
             )
@@ -265,9 +285,12 @@ def _limit_rules(
                     "burst_vs_rate",
                     "warning",
                     where,
-                    f"{path}: burst {burst} is more than 10 s of the zone's rate ({rate:g} r/s)",
-                    "A burst that large lets one client put hundreds of requests on the engine at once: "
-                    "the queue, not the limit, absorbs the spike.",
+                    _("%(path)s: burst %(burst)s is more than 10 s of the zone's rate (%(rate)s r/s)")
+                    % {"path": path, "burst": burst, "rate": f"{rate:g}"},
+                    _(
+                        "A burst that large lets one client put hundreds of requests on the engine at once: "
+                        "the queue, not the limit, absorbs the spike."
+                    ),
                     f"limit_req zone={zone} burst={int(rate * 2)} nodelay;",
                 )
             )
@@ -278,9 +301,12 @@ def _limit_rules(
                 "limit_req_status",
                 "warning",
                 status.get("line", line) if status else line,
-                f"{path}: limited requests get {status['args'][0] if status else '503'}, not 429",
-                "nginx answers 503 by default: clients and alerts read it as the engine being down, "
-                "and SDKs do not back off as they do on 429.",
+                _("%(path)s: limited requests get %(status)s, not 429")
+                % {"path": path, "status": status["args"][0] if status else "503"},
+                _(
+                    "nginx answers 503 by default: clients and alerts read it as the engine being down, "
+                    "and SDKs do not back off as they do on 429."
+                ),
                 "limit_req_status 429;",
             )
         )
@@ -291,8 +317,8 @@ def _limit_rules(
                 "json_429",
                 "warning",
                 line,
-                f"{path}: a rate-limited request gets nginx's HTML page",
-                "OpenAI clients expect a JSON error body; an HTML 429 surfaces as a parse error.",
+                _("%(path)s: a rate-limited request gets nginx's HTML page") % {"path": path},
+                _("OpenAI clients expect a JSON error body; an HTML 429 surfaces as a parse error."),
                 "error_page 429 = @rate_limited;\n"
                 "location @rate_limited {\n"
                 "    default_type application/json;\n"
@@ -315,9 +341,11 @@ def _upstream_rules(http: list[Directive]) -> list[Finding]:
                     "upstream_keepalive",
                     "warning",
                     upstream.get("line"),
-                    f"upstream {upstream['args'][0]} keeps no idle connections",
-                    "Every request opens a new TCP connection to the engine: added latency, and under "
-                    "load the gateway runs out of local ports (TIME_WAIT).",
+                    _("upstream %(name)s keeps no idle connections") % {"name": upstream["args"][0]},
+                    _(
+                        "Every request opens a new TCP connection to the engine: added latency, and under "
+                        "load the gateway runs out of local ports (TIME_WAIT)."
+                    ),
                     "keepalive 64;",
                 )
             )
@@ -326,7 +354,7 @@ def _upstream_rules(http: list[Directive]) -> list[Finding]:
 
 def _zone_rules(http: list[Directive], maps: dict[str, tuple[str, int]]) -> list[Finding]:
     findings = []
-    for name, (key, _, line) in _zones(http).items():
+    for name, (key, _rate, line) in _zones(http).items():
         default = maps.get(key, (None, 0))[0]
         if default not in (None, "", "''", '""') and not default.startswith("$"):
             findings.append(
@@ -334,10 +362,15 @@ def _zone_rules(http: list[Directive], maps: dict[str, tuple[str, int]]) -> list
                     "shared_anonymous_bucket",
                     "warning",
                     line,
-                    f"zone {name}: every client without an API key shares one bucket ({key} defaults to "
-                    f"{default!r})",
-                    "One busy anonymous client then rate-limits all the others (corrections #15). An empty "
-                    "key is not counted by the zone; the per-IP zone still limits them.",
+                    _(
+                        "zone %(name)s: every client without an API key shares one bucket "
+                        "(%(key)s defaults to %(default)s)"
+                    )
+                    % {"name": name, "key": key, "default": repr(default)},
+                    _(
+                        "One busy anonymous client then rate-limits all the others (corrections #15). "
+                        "An empty key is not counted by the zone; the per-IP zone still limits them."
+                    ),
                     f'map ... {key} {{\n    default "";\n    ...\n}}',
                 )
             )

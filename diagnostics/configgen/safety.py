@@ -12,18 +12,28 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
+
 FORBIDDEN = ("\n", "\r", ";", "{", "}", '"', "'", "$", "`", "\\", "\x00")
 
 
 class UnsafeValue(ValueError):
-    """A value that cannot go into a config; the message names the field."""
+    """A value that cannot go into a config; the message names the field ("field: why", the
+    why in the active language)."""
+
+
+def _refused(field: str, message: str, **values: object) -> UnsafeValue:
+    return UnsafeValue(f"{field}: " + (message % values if values else message))
 
 
 def _refuse_forbidden(field: str, value: str) -> None:
     for char in FORBIDDEN:
         if char in value:
-            shown = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL byte"}.get(char, repr(char))
-            raise UnsafeValue(f"{field}: {shown} cannot go into a config here")
+            shown = {"\n": _("a newline"), "\r": _("a carriage return"), "\x00": _("a NUL byte")}
+            raise _refused(
+                field, _("%(char)s cannot go into a config here"), char=shown.get(char, repr(char))
+            )
 
 
 _TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$")
@@ -42,7 +52,9 @@ def token(field: str, value: str, *, max_length: int = 200) -> str:
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if not value or len(value) > max_length or not _TOKEN.match(value):
-        raise UnsafeValue(f"{field}: {value!r} may hold letters, digits and . _ : / @ + = - only")
+        raise _refused(
+            field, _("%(value)s may hold letters, digits and . _ : / @ + = - only"), value=repr(value)
+        )
     return value
 
 
@@ -51,7 +63,9 @@ def name(field: str, value: str) -> str:
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if not _NAME.match(value):
-        raise UnsafeValue(f"{field}: {value!r} must be lower-case letters, digits and -, at most 63")
+        raise _refused(
+            field, _("%(value)s must be lower-case letters, digits and -, at most 63"), value=repr(value)
+        )
     return value
 
 
@@ -64,7 +78,7 @@ def host(field: str, value: str) -> str:
     except ValueError:
         pass
     if not _HOST.match(value):
-        raise UnsafeValue(f"{field}: {value!r} is not a host name or IP address")
+        raise _refused(field, _("%(value)s is not a host name or IP address"), value=repr(value))
     return value
 
 
@@ -73,11 +87,11 @@ def host_port(field: str, value: str) -> str:
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if value.startswith("["):
-        address, _, port = value[1:].partition("]:")
+        address, _sep, port = value[1:].partition("]:")
         return f"[{host(field, address)}]:{port_number(field, port)}"
     address, sep, port = value.rpartition(":")
     if not sep:
-        raise UnsafeValue(f"{field}: {value!r} needs a port, like 10.0.1.10:8000")
+        raise _refused(field, _("%(value)s needs a port, like 10.0.1.10:8000"), value=repr(value))
     return f"{host(field, address)}:{port_number(field, port)}"
 
 
@@ -85,9 +99,9 @@ def port_number(field: str, value: object) -> int:
     try:
         port = int(str(value))
     except ValueError:
-        raise UnsafeValue(f"{field}: {value!r} is not a port number") from None
+        raise _refused(field, _("%(value)s is not a port number"), value=repr(value)) from None
     if not 1 <= port <= 65535:
-        raise UnsafeValue(f"{field}: {port} is not a port (1-65535)")
+        raise _refused(field, _("%(port)s is not a port (1-65535)"), port=port)
     return port
 
 
@@ -95,10 +109,15 @@ def url(field: str, value: str, *, schemes: tuple[str, ...] = ("http", "https"))
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if any(ch.isspace() for ch in value):
-        raise UnsafeValue(f"{field}: a URL holds no spaces")
+        raise _refused(field, _("a URL holds no spaces"))
     parts = urlsplit(value)
     if parts.scheme not in schemes or not parts.hostname:
-        raise UnsafeValue(f"{field}: {value!r} is not an {' or '.join(schemes)} URL")
+        raise _refused(
+            field,
+            _("%(value)s is not an %(schemes)s URL"),
+            value=repr(value),
+            schemes=pgettext("URL schemes", " or ").join(schemes),
+        )
     host(field, parts.hostname)
     return value
 
@@ -108,7 +127,9 @@ def path(field: str, value: str) -> str:
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if not _PATH.match(value) or ".." in value.split("/"):
-        raise UnsafeValue(f"{field}: {value!r} must be an absolute path of letters, digits and . _ / -")
+        raise _refused(
+            field, _("%(value)s must be an absolute path of letters, digits and . _ / -"), value=repr(value)
+        )
     return value
 
 
@@ -116,7 +137,9 @@ def env_name(field: str, value: str) -> str:
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if not _ENV.match(value):
-        raise UnsafeValue(f"{field}: {value!r} must be an environment variable name (A-Z, 0-9, _)")
+        raise _refused(
+            field, _("%(value)s must be an environment variable name (A-Z, 0-9, _)"), value=repr(value)
+        )
     return value
 
 
@@ -126,7 +149,9 @@ def cidr(field: str, value: str) -> str:
     try:
         return str(ipaddress.ip_network(value, strict=False))
     except ValueError:
-        raise UnsafeValue(f"{field}: {value!r} is not an address or CIDR block like 10.0.4.0/24") from None
+        raise _refused(
+            field, _("%(value)s is not an address or CIDR block like 10.0.4.0/24"), value=repr(value)
+        ) from None
 
 
 def seconds(field: str, value: object, *, minimum: float = 0.001, maximum: float = 86400) -> float:
@@ -140,9 +165,17 @@ def seconds(field: str, value: object, *, minimum: float = 0.001, maximum: float
         try:
             number = float(text)
         except ValueError:
-            raise UnsafeValue(f"{field}: {text!r} is not a duration like 150s, 500ms or 3m") from None
+            raise _refused(
+                field, _("%(value)s is not a duration like 150s, 500ms or 3m"), value=repr(text)
+            ) from None
     if not minimum <= number <= maximum:
-        raise UnsafeValue(f"{field}: {text} is outside {minimum:g}-{maximum:g} seconds")
+        raise _refused(
+            field,
+            _("%(value)s is outside %(low)s-%(high)s seconds"),
+            value=text,
+            low=f"{minimum:g}",
+            high=f"{maximum:g}",
+        )
     return number
 
 
@@ -152,12 +185,12 @@ def size_bytes(field: str, value: object, *, maximum: int = 1 << 40) -> int:
     _refuse_forbidden(field, text)
     match = _SIZE.match(text)
     if not match:
-        raise UnsafeValue(f"{field}: {text!r} is not a size like 10m, 512k or 8g")
+        raise _refused(field, _("%(value)s is not a size like 10m, 512k or 8g"), value=repr(text))
     number = (
         int(match[1]) * {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, None: 1}[(match[2] or "").lower() or None]
     )
     if not 0 < number <= maximum:
-        raise UnsafeValue(f"{field}: {text} is outside 1 byte to {maximum >> 30} GiB")
+        raise _refused(field, _("%(value)s is outside 1 byte to %(gib)s GiB"), value=text, gib=maximum >> 30)
     return number
 
 
@@ -167,9 +200,11 @@ def integer(field: str, value: object, *, minimum: int = 0, maximum: int = 10_00
     try:
         number = int(text)
     except ValueError:
-        raise UnsafeValue(f"{field}: {text!r} is not a whole number") from None
+        raise _refused(field, _("%(value)s is not a whole number"), value=repr(text)) from None
     if not minimum <= number <= maximum:
-        raise UnsafeValue(f"{field}: {number} is outside {minimum}-{maximum}")
+        raise _refused(
+            field, _("%(value)s is outside %(low)s-%(high)s"), value=number, low=minimum, high=maximum
+        )
     return number
 
 
@@ -179,9 +214,15 @@ def number(field: str, value: object, *, minimum: float = 0.0, maximum: float = 
     try:
         result = float(text)
     except ValueError:
-        raise UnsafeValue(f"{field}: {text!r} is not a number") from None
+        raise _refused(field, _("%(value)s is not a number"), value=repr(text)) from None
     if result != result or not minimum <= result <= maximum:
-        raise UnsafeValue(f"{field}: {text} is outside {minimum:g}-{maximum:g}")
+        raise _refused(
+            field,
+            _("%(value)s is outside %(low)s-%(high)s"),
+            value=text,
+            low=f"{minimum:g}",
+            high=f"{maximum:g}",
+        )
     return result
 
 
@@ -191,5 +232,5 @@ def text(field: str, value: str, *, max_length: int = 300) -> str:
     value = str(value).strip()
     _refuse_forbidden(field, value)
     if len(value) > max_length:
-        raise UnsafeValue(f"{field}: at most {max_length} characters")
+        raise _refused(field, _("at most %(count)s characters"), count=max_length)
     return value

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shlex
 
+from django.utils.translation import gettext_noop, pgettext_lazy
+
 from diagnostics.configgen import launch, vllm_serve
 from diagnostics.configgen.base import ConfigFile, Section
 
@@ -182,17 +184,22 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
 
 GENERATOR = launch.generator(
     key="systemd",
-    label="systemd unit and watchdog",
-    description="A unit for vllm serve and a watchdog: health loop, restart with cooldown and a budget, "
-    "OOM detection from the kernel log, alerts to a webhook.",
+    label=gettext_noop("systemd unit and watchdog"),
+    description=gettext_noop(
+        "A unit for vllm serve and a watchdog: health loop, restart with cooldown and a budget, "
+        "OOM detection from the kernel log, alerts to a webhook."
+    ),
     render=render,
     sections=(
         launch.MODEL_SECTION,
         launch.gpu_section(),
         launch.MEMORY_SECTION,
-        Section("Service", ("name", "service_user", "venv", "model_cache", "port")),
         Section(
-            "Watchdog",
+            pgettext_lazy("config generator", "Service"),
+            ("name", "service_user", "venv", "model_cache", "port"),
+        ),
+        Section(
+            launch.WATCHDOG,
             (
                 "health_interval_s",
                 "failures_before_restart",
@@ -202,6 +209,6 @@ GENERATOR = launch.generator(
             ),
         ),
         launch.ENGINE_FLAGS_SECTION,
-        Section("Start-up", ("host", "startup_minutes"), advanced=True),
+        Section(pgettext_lazy("config generator", "Start-up"), ("host", "startup_minutes"), advanced=True),
     ),
 )

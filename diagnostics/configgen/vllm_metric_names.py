@@ -13,17 +13,19 @@ chosen version really exposes:
 - There is no `vllm:request_failure_total` in any version: failed requests are
   `vllm:request_success_total{finished_reason=~"abort|error"}`.
 
-Plain Python without Django, shared by alert_rules.py and grafana.py.
+Plain Python (Django only to translate two choice labels), shared by alert_rules.py and grafana.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy
+
 VERSIONS: tuple[str, ...] = ("0.7", "0.8", "0.9", "0.10", "0.11", "0.12", "0.20", "0.30")
 DEFAULT_VERSION = "0.11"
 VERSION_CHOICES: tuple[tuple[str, str], ...] = tuple(
-    (v, f"{v} (V0 engine)" if v == "0.7" else v) for v in VERSIONS
+    (v, gettext_lazy("0.7 (V0 engine)") if v == "0.7" else v) for v in VERSIONS
 )
 
 # Finished reasons that mean the request failed: abort (also a client that went away) and
@@ -111,6 +113,6 @@ GPU_EXPORTERS: dict[str, GpuMetrics] = {
     ),
 }
 GPU_EXPORTER_CHOICES: tuple[tuple[str, str], ...] = (
-    ("dcgm", "DCGM exporter (DCGM_FI_DEV_*)"),
+    ("dcgm", gettext_lazy("DCGM exporter (DCGM_FI_DEV_*)")),
     ("nvidia_smi", "nvidia_gpu_exporter (nvidia_smi_*)"),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from django.utils.translation import gettext_noop, pgettext_lazy
+
 from diagnostics.configgen import launch
 from diagnostics.configgen.base import ConfigFile, Section
 
@@ -47,15 +49,15 @@ def render(spec: launch.LaunchSpec) -> list[ConfigFile]:
 
 GENERATOR = launch.generator(
     key="vllm",
-    label="vLLM launch command",
-    description="`vllm serve` for a chosen version, with only the flags it accepts.",
+    label=gettext_noop("vLLM launch command"),
+    description=gettext_noop("`vllm serve` for a chosen version, with only the flags it accepts."),
     render=render,
     sections=(
         launch.MODEL_SECTION,
         launch.gpu_section(),
         launch.MEMORY_SECTION,
-        Section("Server", ("port", "host", "api_key_env")),
+        Section(launch.SERVER, ("port", "host", "api_key_env")),
         launch.ENGINE_FLAGS_SECTION,
-        Section("Script", ("name", "model_cache"), advanced=True),
+        Section(pgettext_lazy("config generator", "Script"), ("name", "model_cache"), advanced=True),
     ),
 )

@@ -41,11 +41,11 @@ def _given(request: HttpRequest, generator: Generator) -> tuple[dict[str, str], 
     if instance_id := request.GET.get("from_instance"):
         instance = get_object_or_404(Instance, pk=_pk(instance_id))
         filled = configgen_fill.from_instance(instance)
-        notes = [_("Filled from instance %(name)s.") % {"name": instance.name}]
+        notes = [inline_code(_("Filled from instance %(name)s.") % {"name": instance.name})]
     elif gateway_id := request.GET.get("from_gateway"):
         gateway = get_object_or_404(Gateway, pk=_pk(gateway_id))
         filled = configgen_fill.from_gateway(gateway)
-        notes = [_("Filled from gateway %(name)s.") % {"name": gateway.name}]
+        notes = [inline_code(_("Filled from gateway %(name)s.") % {"name": gateway.name})]
     filled = {k: v for k, v in filled.items() if k in names}
     filled.update({k: v for k, v in request.GET.items() if k in names})
     return filled, notes
@@ -72,6 +72,7 @@ def generated(generator: Generator, given: dict[str, str], preset: str) -> dict[
     return {
         "values": values,
         "errors": given_errors,
+        # The files are the same bytes in every language: nothing in a render is translated.
         "files": generator.render(spec),
         "checks": [
             replace(c, title=inline_code(c.title), why=inline_code(c.why)) for c in generator.checks(spec)
@@ -79,10 +80,15 @@ def generated(generator: Generator, given: dict[str, str], preset: str) -> dict[
     }
 
 
+def _shown_errors(errors: dict[str, str]) -> dict[str, str]:
+    """Each field's error with its `backticked` identifiers as <code> (translations mark them)."""
+    return {name: inline_code(message) for name, message in errors.items()}
+
+
 @require_GET
 @role_required(Role.ENGINEER)
 def index(request: HttpRequest) -> HttpResponse:
-    generators = [(g, inline_code(g.description)) for g in registry.GENERATORS.values()]
+    generators = [(g, inline_code(g.about)) for g in registry.GENERATORS.values()]
     return render(request, "diagnostics/configs/index.html", {"generators": generators})
 
 
@@ -97,7 +103,9 @@ def generator_page(request: HttpRequest, kind: str) -> HttpResponse:
     form = config_form(generator, context["values"], context["errors"])
     context.update(
         generator=generator,
-        description=inline_code(generator.description),
+        description=inline_code(generator.about),
+        errors=_shown_errors(context["errors"]),
+        presets=[(key, inline_code(label)) for key, label in generator.preset_labels.items()],
         preset=preset,
         notes=notes,
         query=urlencode(state),
@@ -142,7 +150,9 @@ def download(request: HttpRequest, kind: str) -> HttpResponse:
         for key in kinds:
             files += registry.get(key).render(registry.get(key).spec(values))
     except SpecErrors as exc:
-        return HttpResponse(f"Cannot generate: {exc}\n", status=400, content_type="text/plain")
+        return HttpResponse(
+            _("Cannot generate: %(errors)s") % {"errors": exc} + "\n", status=400, content_type="text/plain"
+        )
     wanted = request.GET.get("file")
     if wanted:
         match = next((f for f in files if f.name == wanted), None)
@@ -182,12 +192,16 @@ def lint(request: HttpRequest) -> HttpResponse:
         context["longest"] = request.POST.get("longest_generation_s", "120")
         try:
             longest = float(context["longest"])
-            context["result"] = nginx_lint.lint(text, longest_generation_s=longest)
+            result = nginx_lint.lint(text, longest_generation_s=longest)
+            context["result"] = result
+            context["findings"] = [
+                replace(f, title=inline_code(f.title), why=inline_code(f.why)) for f in result.findings
+            ]
         except ValueError as exc:  # LintInputError, or a longest generation that is not a number
             context["error"] = (
                 str(exc)
                 if isinstance(exc, nginx_lint.LintInputError)
-                else "Longest generation: a number of seconds."
+                else _("Longest generation: a number of seconds.")
             )
         if isinstance(text, bytes) and "result" in context:
             context["text"] = text.decode("utf-8", errors="replace")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, no_translations
 
 from diagnostics import configgen_fill
 from diagnostics.configgen import registry
@@ -29,11 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--output", help="write the files into this folder instead of printing them")
         parser.add_argument("--list-fields", action="store_true", help="print the fields and their defaults")
 
+    @no_translations  # the terminal speaks English; the files are the same in every language anyway
     def handle(self, *args: Any, kind: str, **options: Any) -> None:
         generator = registry.get(kind)
         if options["list_fields"]:
             for field in generator.fields:
-                self.stdout.write(f"{field.name:28} {field.default!r:24} {field.label}")
+                self.stdout.write(f"{field.name:28} {field.default!r:24} {str(field.label).replace('`', '')}")
             return
         values = self._filled(generator, options)
         for item in options["set"]:
