@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.i18n import later
 from diagnostics.models import TriageRun
 from diagnostics.triage.engine import TriageInputError, triage_stream, triage_text
 
@@ -16,9 +17,14 @@ PROGRESS_EVERY_BYTES = 32 << 20
 
 def triage_paste(text: str) -> dict:
     if not text.strip():
-        raise TriageInputError("paste a log, or choose a file")
+        raise TriageInputError(later("paste a log, or choose a file"))
     if len(text.encode()) > PASTE_MAX_BYTES:
-        raise TriageInputError(f"a paste holds up to {PASTE_MAX_BYTES:,} bytes; upload larger logs as a file")
+        raise TriageInputError(
+            later(
+                "a paste holds up to %(limit)s bytes; upload larger logs as a file",
+                limit=f"{PASTE_MAX_BYTES:,}",
+            )
+        )
     return triage_text(text).to_dict()
 
 
@@ -27,10 +33,15 @@ def start_upload(*, upload, user: str) -> TriageRun:
     limit = settings.TRIAGE_MAX_UPLOAD_BYTES
     if upload.size > limit:
         raise TriageInputError(
-            f"{upload.name} is {upload.size:,} bytes; the limit is {limit:,} (TRIAGE_MAX_UPLOAD_BYTES)"
+            later(
+                "%(name)s is %(size)s bytes; the limit is %(limit)s (TRIAGE_MAX_UPLOAD_BYTES)",
+                name=upload.name,
+                size=f"{upload.size:,}",
+                limit=f"{limit:,}",
+            )
         )
     if upload.size == 0:
-        raise TriageInputError(f"{upload.name} is empty")
+        raise TriageInputError(later("%(name)s is empty", name=upload.name))
     run = TriageRun.objects.create(
         filename=upload.name[:255], size_bytes=upload.size, created_by=user, file=upload
     )
@@ -57,7 +68,12 @@ def run_upload(*, run_id: int) -> TriageRun:
     try:
         with run.file.open("rb") as handle:
             result = triage_stream(handle, progress=progress)
-    except (TriageInputError, OSError) as exc:
+    except TriageInputError as exc:
+        # The English text in `error` (the API, old readers); the message, to show in the
+        # reader's language, where a failed run keeps no result.
+        run.status, run.error = TriageRun.Status.FAILED, str(exc)[:500]
+        run.result = {"error_message": exc.message.to_json()}
+    except OSError as exc:
         run.status, run.error = TriageRun.Status.FAILED, str(exc)[:500]
     else:
         run.status, run.result, run.bytes_read = TriageRun.Status.DONE, result.to_dict(), result.bytes

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import re2
+from django.utils.translation import override
 
+from core.i18n import Message, later
 from core.taxonomy import label
 from diagnostics.triage import exit_codes, sources
 from diagnostics.triage.access_log import AccessStats, access_format, fields_in
@@ -35,7 +37,18 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))  # RE2 releases the GIL: chunks sc
 
 
 class TriageInputError(ValueError):
-    """Input the triage cannot read (encoding, size); the message says what to do."""
+    """Input the triage cannot read (encoding, size); the message says what to do. str() is
+    the English text (the CLI, logs); `message` is shown in the reader's language."""
+
+    def __init__(self, message: Message):
+        super().__init__(str(message))
+        self.message = message
+
+
+def english_label(category: str) -> str:
+    """A category's label as a result stores it: in English, shown translated (triage/shown.py)."""
+    with override("en"):
+        return label(category)
 
 
 @dataclass
@@ -81,7 +94,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         return {
             "category": self.category,
-            "label": label(self.category),
+            "label": english_label(self.category),
             "severity": self.severity,
             "first_line": self.first_line,
             "count": self.count,
@@ -122,7 +135,7 @@ class TriageResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "category": self.category,
-            "category_label": label(self.category) if self.category else "",
+            "category_label": english_label(self.category) if self.category else "",
             "root_cause": self.root_cause,
             "fix": self.fix,
             "matches": [m.to_dict() for m in self.matches()],
@@ -170,7 +183,7 @@ def _open(stream: IO[bytes]) -> IO[bytes]:
     if head[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=stream)  # type: ignore[return-value]
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise TriageInputError("the log is UTF-16; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
+        raise TriageInputError(later("the log is UTF-16; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"))
     return stream
 
 
@@ -262,7 +275,7 @@ def _merge(scan: _Scan, future: Future[_ChunkHits], line_base: int) -> int:
 
 def _check_text(chunk: bytes) -> None:
     if b"\x00" in chunk[:4096]:
-        raise TriageInputError("this is not a text log (it holds NUL bytes)")
+        raise TriageInputError(later("this is not a text log (it holds NUL bytes)"))
 
 
 def triage_stream(
@@ -286,7 +299,10 @@ def triage_stream(
             scan.bytes += len(chunk)
             if max_bytes is not None and scan.bytes > max_bytes:
                 raise TriageInputError(
-                    f"the log is over {max_bytes:,} bytes; triage a part of it (tail -n ...)"
+                    later(
+                        "the log is over %(limit)s bytes; triage a part of it (tail -n ...)",
+                        limit=f"{max_bytes:,}",
+                    )
                 )
             if not chunk:
                 break

@@ -15,11 +15,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.htmx import wants_partial
+from core.i18n import shown
 from core.roles import Role, role_required
 from diagnostics import triage_service
 from diagnostics.models import TriageRun
 from diagnostics.triage.access_story import describe
 from diagnostics.triage.engine import TriageInputError
+from diagnostics.triage.shown import shown_result, shown_story, with_code
 
 HTMX_STOP_POLLING = 286
 CLASS_COLOURS = {"2xx": "#1d8a5b", "3xx": "#7f9cc4", "4xx": "#98a2b3", "429": "#d68910", "5xx": "#c0392b"}
@@ -37,12 +39,11 @@ def triage(request: HttpRequest) -> HttpResponse:
             run = triage_service.start_upload(upload=upload, user=request.user.get_username())
             return redirect("diagnostics:triage-run", pk=run.pk)
         context["text"] = request.POST.get("text", "")
-        context["result"] = triage_service.triage_paste(context["text"])
-        context.update(_access_context(context["result"]))
+        context.update(_result_context(triage_service.triage_paste(context["text"])))
     except RequestDataTooBig:
         context["error"] = _("The paste is too large; upload the log as a file.")
     except TriageInputError as exc:
-        context["error"] = str(exc)
+        context["error"] = with_code(shown(exc.message))
     return render(request, "diagnostics/triage/page.html", context, status=400 if "error" in context else 200)
 
 
@@ -51,7 +52,8 @@ def triage(request: HttpRequest) -> HttpResponse:
 def run_page(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(TriageRun, pk=pk)
     result = run.result or {}
-    context = {"run": run, "result": result, **_access_context(result)}
+    error = with_code(shown(result.get("error_message"), fallback=run.error))
+    context = {"run": run, "error": error, **_result_context(result)}
     if wants_partial(request, "triage-run"):
         response = render(request, "diagnostics/triage/_run.html", context)
         if run.is_finished:
@@ -60,9 +62,10 @@ def run_page(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "diagnostics/triage/run.html", context)
 
 
-def _access_context(result: dict[str, Any]) -> dict[str, Any]:
+def _result_context(result: dict[str, Any]) -> dict[str, Any]:
+    """A stored or fresh result, its story and chart, worded in the reader's language."""
     story = describe(result.get("access_story"))
-    return {"story": story, "chart": access_chart(story)}
+    return {"result": shown_result(result), "story": shown_story(story), "chart": access_chart(story)}
 
 
 def access_chart(story: dict[str, Any] | None) -> dict | None:
