@@ -5,58 +5,64 @@ has not got the guide open. The one place that knows the titles."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.utils.functional import Promise
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import get_language, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-# The guide's headings, in English (the guide itself is written in Chinese).
+# The guide's headings, in English (the guide itself is written in Chinese); the Chinese
+# catalogue gives the guide's own headings, word for word. Their own context, as some are
+# also texts of the trees that the catalogue translates otherwise.
 SECTIONS: dict[str, Promise] = {
-    "1.1": _("Background"),
-    "1.2": _("What sets LLM serving apart"),
-    "1.3": _("Where this applies"),
-    "2.1": _("A taxonomy of errors"),
-    "2.2": _("Timeout troubleshooting"),
-    "2.2.1": _("Telling timeout types apart"),
-    "2.2.2": _("Time to first token (TTFT) timeouts"),
-    "2.2.3": _("Falling tokens per second"),
-    "2.2.4": _("Connection timeouts"),
-    "2.2.5": _("Tuning the timeouts"),
-    "2.3": _("Rate-limit troubleshooting"),
-    "2.3.1": _("HTTP 429 Too Many Requests"),
-    "2.3.2": _("vLLM's internal queue limits"),
-    "2.3.3": _("Rate limiting in nginx"),
-    "2.3.4": _("How the token bucket works"),
-    "2.3.5": _("Tuning rate limits"),
-    "2.4": _("Out-of-memory troubleshooting"),
-    "2.4.1": _("GPU out of memory"),
-    "2.4.2": _("Host (CPU) out of memory"),
-    "2.4.3": _("Container OOMKilled"),
-    "2.4.4": _("OOM root causes at a glance"),
-    "2.5": _("Other common errors"),
-    "2.5.1": _("CUDA error: out of memory vs GPU OOM"),
-    "2.5.2": _("CUDA error: device-side assert triggered"),
-    "2.5.3": _("RuntimeError: NCCL communicator was aborted"),
-    "2.5.4": _("Model loading failures"),
-    "2.5.5": _("Handling torch.cuda.OutOfMemoryError"),
-    "3.1": _("An OOM auto-recovery script"),
-    "3.2": _("Rate-limit configuration templates"),
-    "3.3": _("Timeout configuration"),
-    "3.4": _("Case study: a production GPU OOM, end to end"),
-    "3.5": _("Case study: intermittent timeouts traced to their root cause"),
-    "4.1.1": _("Preventive configuration checklist"),
-    "4.1.2": _("Scrubbing error messages"),
-    "4.1.3": _("Self-healing"),
-    "4.1.4": _("Graceful degradation"),
-    "4.2.1": _("Common errors at a glance"),
-    "5.1": _("Systematic troubleshooting decision tree"),
-    "5.2": _("Log keywords quick reference"),
-    "5.3": _("Monitoring metrics and alerts"),
-    "5.3.1": _("Prometheus metrics"),
-    "5.3.2": _("Prometheus alert rules"),
-    "5.3.3": _("Grafana dashboard panels"),
-    "A": _("Error quick reference"),
-    "B": _("vLLM launch flags quick reference"),
+    "1.1": pgettext_lazy("guide section", "Background"),
+    "1.2": pgettext_lazy("guide section", "What sets LLM serving apart"),
+    "1.3": pgettext_lazy("guide section", "Where this applies"),
+    "2.1": pgettext_lazy("guide section", "A taxonomy of errors"),
+    "2.2": pgettext_lazy("guide section", "Timeout troubleshooting"),
+    "2.2.1": pgettext_lazy("guide section", "Telling timeout types apart"),
+    "2.2.2": pgettext_lazy("guide section", "Time to first token (TTFT) timeouts"),
+    "2.2.3": pgettext_lazy("guide section", "Falling tokens per second"),
+    "2.2.4": pgettext_lazy("guide section", "Connection timeouts"),
+    "2.2.5": pgettext_lazy("guide section", "Tuning the timeouts"),
+    "2.3": pgettext_lazy("guide section", "Rate-limit troubleshooting"),
+    "2.3.1": pgettext_lazy("guide section", "HTTP 429 Too Many Requests"),
+    "2.3.2": pgettext_lazy("guide section", "vLLM's internal queue limits"),
+    "2.3.3": pgettext_lazy("guide section", "Rate limiting in nginx"),
+    "2.3.4": pgettext_lazy("guide section", "How the token bucket works"),
+    "2.3.5": pgettext_lazy("guide section", "Tuning rate limits"),
+    "2.4": pgettext_lazy("guide section", "Out-of-memory troubleshooting"),
+    "2.4.1": pgettext_lazy("guide section", "GPU out of memory"),
+    "2.4.2": pgettext_lazy("guide section", "Host (CPU) out of memory"),
+    "2.4.3": pgettext_lazy("guide section", "Container OOMKilled"),
+    "2.4.4": pgettext_lazy("guide section", "OOM root causes at a glance"),
+    "2.5": pgettext_lazy("guide section", "Other common errors"),
+    "2.5.1": pgettext_lazy("guide section", "CUDA error: out of memory vs GPU OOM"),
+    "2.5.2": pgettext_lazy("guide section", "CUDA error: device-side assert triggered"),
+    "2.5.3": pgettext_lazy("guide section", "RuntimeError: NCCL communicator was aborted"),
+    "2.5.4": pgettext_lazy("guide section", "Model loading failures"),
+    "2.5.5": pgettext_lazy("guide section", "Handling torch.cuda.OutOfMemoryError"),
+    "3.1": pgettext_lazy("guide section", "An OOM auto-recovery script"),
+    "3.2": pgettext_lazy("guide section", "Rate-limit configuration templates"),
+    "3.3": pgettext_lazy("guide section", "Timeout configuration"),
+    "3.4": pgettext_lazy("guide section", "Case study: a production GPU OOM, end to end"),
+    "3.5": pgettext_lazy("guide section", "Case study: intermittent timeouts traced to their root cause"),
+    "4.1.1": pgettext_lazy("guide section", "Preventive configuration checklist"),
+    "4.1.2": pgettext_lazy("guide section", "Scrubbing error messages"),
+    "4.1.3": pgettext_lazy("guide section", "Self-healing"),
+    "4.1.4": pgettext_lazy("guide section", "Graceful degradation"),
+    "4.2.1": pgettext_lazy("guide section", "Common errors at a glance"),
+    "5.1": pgettext_lazy("guide section", "Systematic troubleshooting decision tree"),
+    "5.2": pgettext_lazy("guide section", "Log keywords quick reference"),
+    "5.3": pgettext_lazy("guide section", "Monitoring metrics and alerts"),
+    "5.3.1": pgettext_lazy("guide section", "Prometheus metrics"),
+    "5.3.2": pgettext_lazy("guide section", "Prometheus alert rules"),
+    "5.3.3": pgettext_lazy("guide section", "Grafana dashboard panels"),
+    "A": pgettext_lazy("guide section", "Error quick reference"),
+    "B": pgettext_lazy("guide section", "vLLM launch flags quick reference"),
 }
 
 
@@ -75,8 +81,28 @@ class Section:
             return _("Guide appendix %(number)s — %(title)s") % {"number": self.number, "title": self.title}
         return _("Guide §%(number)s — %(title)s") % {"number": self.number, "title": self.title}
 
+    @property
+    def quotes_the_guide(self) -> bool:
+        """Whether the title shown is the guide's own heading (in Chinese, the guide's language)
+        rather than the English translation of it."""
+        return not (get_language() or "en").startswith("en")
+
+    @property
+    def label_html(self) -> SafeString:
+        """The label as HTML. A heading quoted from the guide keeps the English the guide
+        itself writes in it (error messages, terms); those runs are marked translate="no"."""
+        label = escape(self.label)
+        if not self.quotes_the_guide:
+            return mark_safe(label)  # noqa: S308 - escaped
+        title = escape(self.title)
+        quoted = _LATIN.sub(lambda m: f'<span translate="no">{m.group(0)}</span>', title)
+        return mark_safe(label.replace(title, quoted, 1))  # noqa: S308 - escaped
+
     def __str__(self) -> str:
         return self.label
+
+
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9 .:_-]*[A-Za-z0-9]")
 
 
 def section(number: str) -> Section:

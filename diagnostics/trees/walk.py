@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.i18n import Message, later
 from diagnostics.trees.evidence import Reading, read
 from diagnostics.trees.model import Answer, Node, Tree
 
@@ -29,8 +30,9 @@ class Step:
     node: Node
     chosen: int  # index into node.answers
     by: str  # "you" or "probe"
-    evidence: str = ""
+    evidence: str = ""  # in English
     suggested: int | None = None  # what the probe said, when the engineer chose otherwise
+    evidence_message: Message | str = ""  # the evidence, to show in the reader's language
 
     @property
     def answer(self) -> Answer:
@@ -42,7 +44,8 @@ class Walk:
     steps: list[Step] = field(default_factory=list)
     tree: Tree | None = None
     current: Node | None = None  # the open question, or the leaf reached
-    problem: str = ""
+    problem: str = ""  # in English
+    problem_message: Message | str = ""  # the same, to show in the reader's language
 
     @property
     def finished(self) -> bool:
@@ -78,13 +81,20 @@ def walk(trees: dict[str, Tree], start: str, path: list[int], facts: Facts | Non
         if position < len(path):
             chosen = path[position]
             if not 0 <= chosen < len(node.answers):
-                result.problem = f"step {position + 1}: {node.question!r} has no answer {chosen + 1}"
+                result.problem_message = later(
+                    "step %(step)s: '%(question)s' has no answer %(answer)s",
+                    step=position + 1,
+                    question=later(node.question),
+                    answer=chosen + 1,
+                )
+                result.problem = str(result.problem_message)
                 break
             suggested = suggestion[0] if suggestion and suggestion[0] != chosen else None
-            evidence = suggestion[1].evidence if suggestion else ""
-            step = Step(tree, node, chosen, "you", evidence, suggested)
+            reading = suggestion[1] if suggestion else Reading(None, "")
+            step = Step(tree, node, chosen, "you", reading.evidence, suggested, reading.message)
         elif suggestion is not None:
-            step = Step(tree, node, suggestion[0], "probe", suggestion[1].evidence)
+            reading = suggestion[1]
+            step = Step(tree, node, suggestion[0], "probe", reading.evidence, None, reading.message)
         else:
             break
         result.steps.append(step)
