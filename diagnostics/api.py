@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from django.http import QueryDict
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.i18n import shown
 from core.roles import ToolPermission
 from diagnostics import sizing_service
 from diagnostics.forms import SizingForm
@@ -60,11 +62,13 @@ class SizingView(APIView):
     def _size(self, data: object) -> Response:
         query = _query(data)
         if query is None:
-            return Response({"errors": {"__all__": ["Send a JSON object of sizing inputs."]}}, status=400)
+            return Response(
+                {"errors": {"__all__": [gettext("Send a JSON object of sizing inputs.")]}}, status=400
+            )
         form = SizingForm(_with_defaults(query))
         if not form.is_valid():
             return Response({"errors": form.errors}, status=400)
         try:
             return Response(sizing_service.run(form).to_dict())
         except sizing_service.SizingInputError as exc:
-            return Response({"errors": {"__all__": [str(exc)]}}, status=400)
+            return Response({"errors": {"__all__": [shown(exc.message)]}}, status=400)

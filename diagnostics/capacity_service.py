@@ -1,6 +1,11 @@
 """The scheduled capacity check at Django's edge: size every enabled vLLM instance from its
 inventory record, read the load the probes saw, and keep the findings (open while found,
-cleared when not, history kept)."""
+cleared when not, history kept).
+
+The check runs with no reader, so its text is kept as messages (core.i18n) beside the English:
+a finding's in `numbers["text"]`, why an instance could not be sized in `result["problem"]`.
+Pages show them with CapacityFinding.shown_title / shown_detail / shown_fixes and
+InstanceSizing.shown_problem, in the reader's language."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from core.i18n import Message, later
 from diagnostics import sizing_service
 from diagnostics.models import CapacityFinding, InstanceSizing, ModelSpec
 from diagnostics.sizing.capacity import Issue, ObservedLoad, check
@@ -53,15 +59,18 @@ def check_instance(
     """Size one instance and store its findings; None when it cannot be sized (the reason is
     kept on its InstanceSizing)."""
     spec, model_key, missing = sizing_service.spec_for_instance(instance, specs=specs)
-    problem, result, issues = "; ".join(missing), None, None
+    problem: Message | str | None = _joined(missing)
+    result, issues = None, None
     if spec is not None:
         try:
             sizing = sizing_service.size_spec(spec)
         except sizing_service.SizingInputError as exc:
-            problem = str(exc)
+            problem = exc.message
         else:
             result = sizing.to_dict()
             issues = check(sizing, observed_load(instance=instance, now=now))
+    if result is None and problem:
+        result = {"problem": problem.to_json() if isinstance(problem, Message) else problem}
     with transaction.atomic():
         InstanceSizing.objects.update_or_create(
             instance=instance,
@@ -69,7 +78,7 @@ def check_instance(
                 "checked_at": now,
                 "model_key": model_key,
                 "result": result,
-                "problem": problem[:300],
+                "problem": str(problem or "")[:300],
             },
         )
         if issues is not None:
@@ -86,8 +95,22 @@ def _keep_findings(*, instance: Instance, issues: list[Issue], now: datetime) ->
             instance=instance, code=issue.code, first_seen=now
         )
         finding.severity, finding.title, finding.detail = issue.severity, issue.title[:200], issue.detail
-        finding.fix, finding.numbers, finding.last_seen = issue.fix, issue.numbers, now
+        finding.fix, finding.numbers, finding.last_seen = (
+            issue.fix,
+            {**issue.numbers, "text": issue.text()},
+            now,
+        )
         finding.save()
     for gone in open_by_code.values():
         gone.cleared_at = now
         gone.save(update_fields=["cleared_at"])
+
+
+def _joined(problems: list[Message]) -> Message | None:
+    """Several problems as one message, in the order found ("a; b")."""
+    if not problems:
+        return None
+    joined = problems[0]
+    for problem in problems[1:]:
+        joined = later("%(first)s; %(second)s", first=joined, second=problem)
+    return joined

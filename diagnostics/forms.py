@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
+from core.i18n import shown
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import versions
 from diagnostics.sizing.architecture import ConfigError
@@ -19,8 +23,8 @@ from fleet import gpu_catalog
 from fleet.models import DType
 
 QUANTIZATION_CHOICES = [
-    ("", "the checkpoint's own"),
-    ("none", "none (16-bit)"),
+    ("", _("the checkpoint's own")),
+    ("none", _("none (16-bit)")),
     ("fp8", "fp8"),
     ("awq", "awq"),
     ("gptq", "gptq"),
@@ -29,63 +33,106 @@ QUANTIZATION_CHOICES = [
     ("gguf", "gguf"),
 ]
 KV_DTYPE_CHOICES = [
-    ("auto", "auto (the model's dtype)"),
+    ("auto", _("auto (the model's dtype)")),
     ("fp8", "fp8"),
     ("fp8_e4m3", "fp8_e4m3"),
     ("fp8_e5m2", "fp8_e5m2"),
 ]
 DTYPE_CHOICES = DType.choices
-BLOCK_CHOICES = [("", "engine default"), ("16", "16"), ("32", "32"), ("64", "64"), ("128", "128")]
+BLOCK_CHOICES = [("", _("engine default")), ("16", "16"), ("32", "32"), ("64", "64"), ("128", "128")]
 
 
-def _int(label: str, *, minimum: int = 1, maximum: int = 10_000_000, required: bool = False, **kw: Any):
+class NameSelect(forms.Select):
+    """A select whose options are identifiers (model and GPU names, flag values): an option
+    whose label is a name, or is its value, is marked translate="no" (it reads the same in
+    every language); the others ("engine default") are text."""
+
+    def __init__(self, *args: Any, names: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.names = names
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):  # noqa: ANN001
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if (self.names and value) or str(label) == str(value):
+            option["attrs"]["translate"] = "no"
+        return option
+
+
+def flag(name: str) -> str:
+    """A flag as a field label: the flag itself, shown as code in every language."""
+    return mark_safe(f"<code>{name}</code>")  # noqa: S308 - our own constant flag names
+
+
+def _int(label: Any, *, minimum: int = 1, maximum: int = 10_000_000, required: bool = False, **kw: Any):
     return forms.IntegerField(label=label, min_value=minimum, max_value=maximum, required=required, **kw)
 
 
 class SizingForm(forms.Form):
-    model = forms.ChoiceField(help_text="From the sizing catalogue; upload a config.json to add one.")
-    gpu = forms.ChoiceField(label="GPU", choices=gpu_catalog.choices)
-    gpus = _int("GPUs", maximum=64, initial=1, required=True)
-    tensor_parallel_size = _int(
-        "--tensor-parallel-size", maximum=64, help_text="Blank: all GPUs of one replica."
+    model = forms.ChoiceField(
+        label=_("Model"),
+        help_text=_("From the sizing catalogue; upload a config.json to add one."),
+        widget=NameSelect(names=True),
     )
-    pipeline_parallel_size = _int("--pipeline-parallel-size", maximum=64, initial=1)
+    gpu = forms.ChoiceField(label="GPU", choices=gpu_catalog.choices, widget=NameSelect(names=True))
+    gpus = _int(_("GPUs"), maximum=64, initial=1, required=True)
+    tensor_parallel_size = _int(
+        flag("--tensor-parallel-size"), maximum=64, help_text=_("Blank: all GPUs of one replica.")
+    )
+    pipeline_parallel_size = _int(flag("--pipeline-parallel-size"), maximum=64, initial=1)
     gpu_memory_utilization = forms.FloatField(
-        label="--gpu-memory-utilization",
+        label=flag("--gpu-memory-utilization"),
         min_value=0.05,
         max_value=1.0,
         required=False,
-        help_text="Blank: the version's default (0.9; 0.92 from 0.20).",
+        help_text=_("Blank: the version's default (0.9; 0.92 from 0.20)."),
     )
     max_model_len = _int(
-        "--max-model-len", minimum=16, help_text="Blank: the model's max_position_embeddings."
+        flag("--max-model-len"), minimum=16, help_text=_("Blank: the model's max_position_embeddings.")
     )
-    max_num_seqs = _int("--max-num-seqs", maximum=65536, help_text="Blank: vLLM's default for the GPU.")
-    max_num_batched_tokens = _int("--max-num-batched-tokens", minimum=16, help_text="Blank: vLLM's default.")
-    dtype = forms.ChoiceField(label="--dtype", choices=DTYPE_CHOICES, initial="auto", required=False)
-    quantization = forms.ChoiceField(label="--quantization", choices=QUANTIZATION_CHOICES, required=False)
+    max_num_seqs = _int(
+        flag("--max-num-seqs"), maximum=65536, help_text=_("Blank: vLLM's default for the GPU.")
+    )
+    max_num_batched_tokens = _int(
+        flag("--max-num-batched-tokens"), minimum=16, help_text=_("Blank: vLLM's default.")
+    )
+    dtype = forms.ChoiceField(
+        label=flag("--dtype"), choices=DTYPE_CHOICES, initial="auto", required=False, widget=NameSelect
+    )
+    quantization = forms.ChoiceField(
+        label=flag("--quantization"), choices=QUANTIZATION_CHOICES, required=False, widget=NameSelect
+    )
     kv_cache_dtype = forms.ChoiceField(
-        label="--kv-cache-dtype", choices=KV_DTYPE_CHOICES, initial="auto", required=False
+        label=flag("--kv-cache-dtype"),
+        choices=KV_DTYPE_CHOICES,
+        initial="auto",
+        required=False,
+        widget=NameSelect,
     )
     block_size = forms.TypedChoiceField(
-        label="--block-size", choices=BLOCK_CHOICES, coerce=int, empty_value=None, required=False
+        label=flag("--block-size"),
+        choices=BLOCK_CHOICES,
+        coerce=int,
+        empty_value=None,
+        required=False,
+        widget=NameSelect,
     )
-    avg_prompt_tokens = _int("Average prompt tokens", minimum=0, initial=1500)
-    avg_output_tokens = _int("Average output tokens", minimum=0, initial=500)
+    avg_prompt_tokens = _int(_("Average prompt tokens"), minimum=0, initial=1500)
+    avg_output_tokens = _int(_("Average output tokens"), minimum=0, initial=500)
     vllm_version = forms.ChoiceField(
-        label="vLLM version",
+        label=_("vLLM version"),
         choices=versions.VERSION_CHOICES,
         initial=versions.DEFAULT_VERSION,
         required=False,
+        widget=NameSelect,
     )
     other_used_gib = forms.FloatField(
-        label="Memory other processes hold (GiB)",
+        label=_("Memory other processes hold (GiB)"),
         min_value=0,
         max_value=1024,
         required=False,
-        help_text="Per GPU, at start-up (nvidia-smi).",
+        help_text=mark_safe(_("Per GPU, at start-up (<code>nvidia-smi</code>).")),
     )
-    enforce_eager = forms.BooleanField(label="--enforce-eager", required=False)
+    enforce_eager = forms.BooleanField(label=flag("--enforce-eager"), required=False)
 
     def __init__(
         self, *args: Any, extra: ModelSpec | None = None, specs: list[ModelSpec] | None = None, **kwargs: Any
@@ -110,29 +157,34 @@ class SizingForm(forms.Form):
 class ConfigUploadForm(forms.Form):
     """A new catalogue model from a Hugging Face config.json, pasted or uploaded."""
 
-    name = forms.CharField(max_length=120, required=False, help_text="Blank: the config's _name_or_path.")
-    config_text = forms.CharField(
-        label="config.json (paste)", widget=forms.Textarea(attrs={"rows": 8}), required=False
-    )
-    config_file = forms.FileField(label="or upload config.json", required=False)
-    index_file = forms.FileField(
-        label="model.safetensors.index.json (optional)",
+    name = forms.CharField(
+        label=_("Name"),
+        max_length=120,
         required=False,
-        help_text="Gives the exact weight bytes (metadata.total_size).",
+        help_text=_("Blank: the config's _name_or_path."),
+    )
+    config_text = forms.CharField(
+        label=_("config.json (paste)"), widget=forms.Textarea(attrs={"rows": 8}), required=False
+    )
+    config_file = forms.FileField(label=_("or upload config.json"), required=False)
+    index_file = forms.FileField(
+        label=_("model.safetensors.index.json (optional)"),
+        required=False,
+        help_text=_("Gives the exact weight bytes (metadata.total_size)."),
     )
     params_billions = forms.FloatField(
-        label="Parameters (billions)",
+        label=_("Parameters (billions)"),
         min_value=0.01,
         max_value=10_000,
         required=False,
-        help_text="Needed unless the safetensors index is given.",
+        help_text=_("Needed unless the safetensors index is given."),
     )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         config = data.get("config_text") or _read(data.get("config_file"))
         if not config:
-            raise forms.ValidationError("Paste a config.json or choose the file.")
+            raise forms.ValidationError(gettext("Paste a config.json or choose the file."))
         params = data.get("params_billions")
         try:
             self.entry = entry_from_upload(
@@ -142,7 +194,7 @@ class ConfigUploadForm(forms.Form):
                 params_total=params * 1e9 if params else None,
             )
         except ConfigError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(shown(exc.args[0])) from None
         return data
 
 
@@ -151,6 +203,7 @@ def _read(upload: Any) -> bytes | None:
         return None
     if upload.size > MAX_CONFIG_BYTES:
         raise forms.ValidationError(
-            f"{upload.name} is {upload.size:,} bytes; a real one is far under {MAX_CONFIG_BYTES:,}."
+            gettext("%(file)s is %(size)s bytes; a real one is far under %(limit)s.")
+            % {"file": upload.name, "size": f"{upload.size:,}", "limit": f"{MAX_CONFIG_BYTES:,}"}
         )
     return upload.read()

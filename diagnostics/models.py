@@ -3,7 +3,9 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
+from core.i18n import shown
 from diagnostics.sizing.architecture import Architecture, ConfigError
 from diagnostics.sizing.catalog import CatalogEntry
 from fleet.models import Instance
@@ -18,23 +20,23 @@ class ModelSpec(models.Model):
     """A model in the sizing catalogue: config.json facts, editable in the admin."""
 
     class Source(models.TextChoices):
-        SHIPPED = "shipped", "shipped with the console"
-        UPLOADED = "uploaded", "uploaded config.json"
-        ADMIN = "admin", "added in the admin"
+        SHIPPED = "shipped", _("shipped with the console")
+        UPLOADED = "uploaded", _("uploaded config.json")
+        ADMIN = "admin", _("added in the admin")
 
     key = models.SlugField(
-        max_length=64, unique=True, help_text="Used in sizing URLs and `manage.py size --model`."
+        max_length=64, unique=True, help_text=_("Used in sizing URLs and `manage.py size --model`.")
     )
     name = models.CharField(max_length=120)
-    hf_id = models.CharField("Hugging Face id", max_length=200, blank=True)
-    aliases = models.JSONField(default=list, blank=True, help_text="Other names it is served under.")
+    hf_id = models.CharField(_("Hugging Face id"), max_length=200, blank=True)
+    aliases = models.JSONField(default=list, blank=True, help_text=_("Other names it is served under."))
     family = models.CharField(max_length=60, blank=True)
-    params_total = models.FloatField("parameters", null=True, blank=True)
-    params_active = models.FloatField("active parameters", null=True, blank=True)
+    params_total = models.FloatField(_("parameters"), null=True, blank=True)
+    params_active = models.FloatField(_("active parameters"), null=True, blank=True)
     weight_bytes = models.BigIntegerField(
-        null=True, blank=True, help_text="Exact, from model.safetensors.index.json (metadata.total_size)."
+        null=True, blank=True, help_text=_("Exact, from model.safetensors.index.json (metadata.total_size).")
     )
-    config = models.JSONField(help_text="The config.json keys that change memory.")
+    config = models.JSONField(help_text=_("The config.json keys that change memory."))
     sources = models.JSONField(default=list, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.ADMIN)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -44,19 +46,19 @@ class ModelSpec(models.Model):
 
     class Meta:
         ordering = ["family", "name"]
-        verbose_name = "model in the sizing catalogue"
-        verbose_name_plural = "sizing catalogue"
+        verbose_name = _("model in the sizing catalogue")
+        verbose_name_plural = _("sizing catalogue")
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
         if not isinstance(self.aliases, list) or not all(isinstance(a, str) for a in self.aliases):
-            raise ValidationError({"aliases": "A list of names."})
+            raise ValidationError({"aliases": _("A list of names.")})
         try:
             self.entry().architecture()
         except ConfigError as exc:
-            raise ValidationError({"config": str(exc)}) from None
+            raise ValidationError({"config": shown(exc.args[0])}) from None
 
     def entry(self) -> CatalogEntry:
         return CatalogEntry(
@@ -89,14 +91,31 @@ class InstanceSizing(models.Model):
     checked_at = models.DateTimeField(default=timezone.now)
     model_key = models.CharField(max_length=64, blank=True)
     result = models.JSONField(
-        null=True, blank=True, help_text="The calculator's JSON, as `manage.py size --json`."
+        null=True, blank=True, help_text=_("The calculator's JSON, as `manage.py size --json`.")
     )
     problem = models.CharField(
-        max_length=300, blank=True, help_text="Why it could not be sized, if it could not."
+        max_length=300, blank=True, help_text=_("Why it could not be sized, if it could not.")
     )
 
     def __str__(self) -> str:
         return f"sizing of {self.instance}"
+
+    @property
+    def sized(self) -> dict | None:
+        """The calculator's JSON, or None when the instance could not be sized."""
+        return self.result if self.result and "problem" not in self.result else None
+
+    @property
+    def shown_problem(self) -> str:
+        """Why it could not be sized, in the reader's language (the check keeps the message
+        in result["problem"]; rows from before show the English `problem`)."""
+        return shown(self.problem_message, fallback=self.problem)
+
+    @property
+    def problem_message(self):  # noqa: ANN201
+        """Why it could not be sized as stored: a message (JSON), or the English text of a row
+        from before (the `sizing_text` filters show either)."""
+        return (self.result or {}).get("problem") or self.problem
 
 
 class CapacityFindingQuerySet(models.QuerySet["CapacityFinding"]):
@@ -110,9 +129,9 @@ class CapacityFinding(models.Model):
     the history is kept for incidents."""
 
     class Severity(models.TextChoices):
-        CRITICAL = "critical", "critical"
-        WARNING = "warning", "warning"
-        INFO = "info", "info"
+        CRITICAL = "critical", _("critical")
+        WARNING = "warning", _("warning")
+        INFO = "info", _("info")
 
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="capacity_findings")
     code = models.CharField(max_length=40)
@@ -141,21 +160,55 @@ class CapacityFinding(models.Model):
     def __str__(self) -> str:
         return f"{self.instance}: {self.title}"
 
+    # The check keeps the text as messages in numbers["text"] (capacity_service); these show
+    # it in the reader's language, and rows from before as they were stored.
+    def _text(self, part: str):
+        return ((self.numbers or {}).get("text") or {}).get(part)
+
+    @property
+    def shown_title(self) -> str:
+        return shown(self._text("title"), fallback=self.title)
+
+    @property
+    def shown_detail(self) -> str:
+        return shown(self._text("detail"), fallback=self.detail)
+
+    @property
+    def shown_fixes(self) -> list:
+        """Each fix as stored: a message (JSON) or a flag with its value; the English `fix`
+        for rows from before. The `sizing_text` filters show them with their flags as code."""
+        fixes = self._text("fixes")
+        return list(fixes) if fixes is not None else ([self.fix] if self.fix else [])
+
+    @property
+    def shown_fix(self) -> str:
+        """The fixes as one line of text in the reader's language."""
+        return _("; ").join(shown(fix) for fix in self.shown_fixes)
+
+    @property
+    def detail_is_vllm_error(self) -> bool:
+        """The detail is vLLM's own start-up error, kept in its words (shown as code)."""
+        return self.code == "will_not_start"
+
 
 class SavedWalkthrough(models.Model):
     """A finished (or half-done) troubleshooting walkthrough kept as a diagnosis path, on its
     own until incidents can hold it."""
 
     tree = models.CharField(max_length=64)
-    path = models.JSONField(default=list, help_text="The answers chosen, as the walkthrough URL holds them.")
+    path = models.JSONField(
+        default=list, help_text=_("The answers chosen, as the walkthrough URL holds them.")
+    )
     instance = models.ForeignKey(
         Instance, null=True, blank=True, on_delete=models.SET_NULL, related_name="walkthroughs"
     )
     title = models.CharField(max_length=200)
     notes = models.TextField(blank=True)
     outcome_category = models.CharField(max_length=64, blank=True)
-    outcome = models.TextField(blank=True, help_text="The leaf reached: root cause and fix.")
-    steps = models.JSONField(default=list, help_text="Each question, the answer and who gave it, as it was.")
+    outcome = models.TextField(blank=True, help_text=_("The leaf reached: root cause and fix."))
+    steps = models.JSONField(
+        default=list, help_text=_("Each question, the answer and who gave it, as it was.")
+    )
     created_by = models.CharField(max_length=150)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -170,10 +223,10 @@ class TriageRun(models.Model):
     """An uploaded log being triaged by a worker, with its progress and result."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "waiting for a worker"
-        RUNNING = "running", "reading"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("waiting for a worker")
+        RUNNING = "running", _("reading")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
 
     file = models.FileField(upload_to="triage/", blank=True)
     filename = models.CharField(max_length=255)

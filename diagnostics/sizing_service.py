@@ -9,7 +9,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from django.utils.translation import gettext
 
+from core.i18n import Message, later
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import calculator, catalog, kv_cache, versions
 from diagnostics.sizing.catalog import CatalogEntry
@@ -22,7 +24,12 @@ CHART_KV_DTYPES = (("auto", "solid"), ("fp8", "dash"))
 
 
 class SizingInputError(ValueError):
-    """The inputs name no launch vLLM could make; the message says which input."""
+    """The inputs name no launch vLLM could make; the message says which input. str() is
+    English; `message` the core.i18n message, to show in the reader's language."""
+
+    @property
+    def message(self) -> Message | str:
+        return self.args[0]
 
 
 def run(form: Any) -> calculator.Sizing:
@@ -32,10 +39,10 @@ def run(form: Any) -> calculator.Sizing:
 
 def params_for_instance(
     instance: Instance, *, specs: list[ModelSpec] | None = None
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[Message]]:
     """Query parameters that size an inventory instance as it is launched, and what could
     not be taken from it. `specs`: the catalogue, when the caller has loaded it already."""
-    missing: list[str] = []
+    missing: list[Message] = []
     params: dict[str, Any] = {
         "gpus": instance.tensor_parallel_size * instance.pipeline_parallel_size,
         "tensor_parallel_size": instance.tensor_parallel_size,
@@ -57,18 +64,23 @@ def params_for_instance(
     if entry:
         params["model"] = entry.key
     else:
-        missing.append(f"the served model {instance.served_model_name!r} is not in the sizing catalogue")
+        missing.append(
+            later(
+                "the served model %(model)s is not in the sizing catalogue",
+                model=repr(instance.served_model_name),
+            )
+        )
     gpu = min(instance.gpus.all(), key=lambda g: g.index, default=None)  # prefetched by fleet checks
     if gpu:
         params["gpu"] = gpu.model
     else:
-        missing.append("the instance has no GPUs in the inventory")
+        missing.append(later("the instance has no GPUs in the inventory"))
     return params, missing
 
 
 def spec_for_instance(
     instance: Instance, *, specs: list[ModelSpec] | None = None
-) -> tuple[calculator.SizingSpec | None, str, list[str]]:
+) -> tuple[calculator.SizingSpec | None, str, list[Message]]:
     """The calculator's input for an inventory instance as it is launched, straight from
     its record (no form in between): (spec or None, the catalogue key, what is missing)."""
     params, missing = params_for_instance(instance, specs=specs)
@@ -83,7 +95,7 @@ def size_spec(spec: calculator.SizingSpec) -> calculator.Sizing:
     try:
         return calculator.size(spec)
     except (calculator.SpecError, ValueError) as exc:
-        raise SizingInputError(str(exc)) from None
+        raise SizingInputError(exc.args[0]) from None
 
 
 def save_upload(entry: CatalogEntry) -> ModelSpec:
@@ -124,14 +136,14 @@ def concurrency_chart(sizing: calculator.Sizing) -> dict:
             y=[round(sizing.concurrency_at_average, 2), round(sizing.capacity.max_concurrency, 2)],
             mode="markers",
             marker={"size": 11, "symbol": "diamond"},
-            name="these flags",
+            name=gettext("these flags"),
         )
     )
     figure.update_layout(
         height=360,
         margin={"l": 60, "r": 10, "t": 10, "b": 50},
-        xaxis={"type": "log", "title": "tokens per request (context)"},
-        yaxis={"type": "log", "title": "requests at once"},
+        xaxis={"type": "log", "title": gettext("tokens per request (context)")},
+        yaxis={"type": "log", "title": gettext("requests at once")},
         legend={"orientation": "h", "y": -0.25},
         hovermode="x unified",
     )

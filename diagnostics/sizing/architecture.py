@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from core.i18n import Message, later
+
 
 class ConfigError(ValueError):
     """A config.json (or safetensors index) the calculator cannot use; the message names the field."""
@@ -94,13 +96,26 @@ def _int(config: Mapping[str, Any], name: str, *, required: bool = True, minimum
     value = config.get(name)
     if value is None:
         if required:
-            raise ConfigError(f"config.json has no {name!r}")
+            raise ConfigError(later("config.json has no %(key)s", key=repr(name)))
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"config.json {name!r} must be a whole number, not {value!r}")
+        raise ConfigError(_not_whole(name, value))
     if value < minimum:
-        raise ConfigError(f"config.json {name!r} must be at least {minimum}, not {value}")
+        raise ConfigError(
+            later(
+                "config.json %(key)s must be at least %(minimum)s, not %(value)s",
+                key=repr(name),
+                minimum=minimum,
+                value=value,
+            )
+        )
     return value
+
+
+def _not_whole(name: str, value: Any) -> Message:
+    return later(
+        "config.json %(key)s must be a whole number, not %(value)s", key=repr(name), value=repr(value)
+    )
 
 
 def _layer_kinds(config: Mapping[str, Any], layers: int, sliding: int | None) -> tuple[LayerKind, ...]:
@@ -109,8 +124,11 @@ def _layer_kinds(config: Mapping[str, Any], layers: int, sliding: int | None) ->
     if types is not None:
         if not isinstance(types, list) or len(types) != layers:
             raise ConfigError(
-                f"config.json 'layer_types' must list one type per layer ({layers}), "
-                f"not {len(types) if isinstance(types, list) else type(types).__name__}"
+                later(
+                    "config.json 'layer_types' must list one type per layer (%(layers)s), not %(given)s",
+                    layers=layers,
+                    given=len(types) if isinstance(types, list) else type(types).__name__,
+                )
             )
         return tuple(_kind_of(t, sliding) for t in types)
     interval = _int(config, "full_attention_interval", required=False)
@@ -141,9 +159,15 @@ def _kind_of(name: Any, sliding: int | None) -> LayerKind:
     kind = _TYPE_NAMES.get(str(name))
     if kind is None:
         known = ", ".join(sorted(_TYPE_NAMES))
-        raise ConfigError(f"config.json 'layer_types' has an unknown type {name!r} (known: {known})")
+        raise ConfigError(
+            later(
+                "config.json 'layer_types' has an unknown type %(type)s (known: %(known)s)",
+                type=repr(name),
+                known=known,
+            )
+        )
     if kind == LayerKind.SLIDING and not sliding:
-        raise ConfigError("config.json 'layer_types' has sliding layers but no 'sliding_window'")
+        raise ConfigError(later("config.json 'layer_types' has sliding layers but no 'sliding_window'"))
     return kind
 
 
@@ -153,8 +177,12 @@ def _head_dim(config: Mapping[str, Any], hidden: int, heads: int) -> int:
         return explicit
     if hidden % heads:
         raise ConfigError(
-            f"config.json has no 'head_dim' and hidden_size {hidden} is not a multiple of "
-            f"num_attention_heads {heads}"
+            later(
+                "config.json has no 'head_dim' and hidden_size %(hidden)s is not a multiple of "
+                "num_attention_heads %(heads)s",
+                hidden=hidden,
+                heads=heads,
+            )
         )
     return hidden // heads
 
@@ -179,7 +207,7 @@ def _quantization(config: Mapping[str, Any]) -> str:
     if not quant:
         return ""
     if not isinstance(quant, Mapping):
-        raise ConfigError("config.json 'quantization_config' must be an object")
+        raise ConfigError(later("config.json 'quantization_config' must be an object"))
     method = str(quant.get("quant_method") or quant.get("quant_algo") or "").lower()
     return {"compressed-tensors": "fp8" if "fp8" in str(quant).lower() else "int4"}.get(method, method)
 
@@ -187,7 +215,13 @@ def _quantization(config: Mapping[str, Any]) -> str:
 def _dtype(config: Mapping[str, Any]) -> str:
     dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     if dtype not in _SUPPORTED_DTYPES:
-        raise ConfigError(f"config.json 'torch_dtype' {dtype!r} is not one of {sorted(_SUPPORTED_DTYPES)}")
+        raise ConfigError(
+            later(
+                "config.json 'torch_dtype' %(dtype)s is not one of %(known)s",
+                dtype=repr(dtype),
+                known=str(sorted(_SUPPORTED_DTYPES)),
+            )
+        )
     return dtype
 
 
@@ -203,13 +237,13 @@ def _refuse_unknown_types(c: Mapping[str, Any]) -> None:
     for name in _NUMBERS:
         value = c.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"config.json {name!r} must be a whole number, not {value!r}")
+            raise ConfigError(_not_whole(name, value))
 
 
 def from_hf_config(config: Any, *, name: str = "", params_total: float | None = None) -> Architecture:
     """An Architecture from a parsed config.json; ConfigError naming the field at fault."""
     if not isinstance(config, Mapping):
-        raise ConfigError("config.json must be a JSON object")
+        raise ConfigError(later("config.json must be a JSON object"))
     c = _section(config)
     _refuse_unknown_types(c)
     layers, hidden = _int(c, "num_hidden_layers"), _int(c, "hidden_size")
@@ -217,7 +251,12 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
     kv_heads = _int(c, "num_key_value_heads", required=False) or heads
     if heads % kv_heads:
         raise ConfigError(
-            f"config.json num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"
+            later(
+                "config.json num_attention_heads %(heads)s is not a multiple of "
+                "num_key_value_heads %(kv_heads)s",
+                heads=heads,
+                kv_heads=kv_heads,
+            )
         )
     sliding = _int(c, "sliding_window", required=False)
     kinds = _layer_kinds(c, layers, sliding)
@@ -229,12 +268,14 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
     per_token = _int(c, "num_experts_per_tok", required=False) or _int(c, "experts_per_token", required=False)
     architectures = c.get("architectures") or ()
     if not isinstance(architectures, list | tuple):
-        raise ConfigError("config.json 'architectures' must be a list")
+        raise ConfigError(later("config.json 'architectures' must be a list"))
     linear = _linear_state(c) if LayerKind.LINEAR in kinds else None
     if LayerKind.LINEAR in kinds and linear is None:
         raise ConfigError(
-            "config.json has linear-attention layers but no state sizes "
-            "('linear_num_key_heads', 'linear_key_head_dim', ...)"
+            later(
+                "config.json has linear-attention layers but no state sizes "
+                "('linear_num_key_heads', 'linear_key_head_dim', ...)"
+            )
         )
     return Architecture(
         name=name or str(c.get("_name_or_path") or (architectures[0] if architectures else "model")),
@@ -265,8 +306,13 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
 def weight_bytes_from_index(index: Any) -> int:
     """Exact weight bytes from model.safetensors.index.json (metadata.total_size)."""
     if not isinstance(index, Mapping) or not isinstance(index.get("metadata"), Mapping):
-        raise ConfigError("model.safetensors.index.json has no 'metadata' object")
+        raise ConfigError(later("model.safetensors.index.json has no 'metadata' object"))
     total = index["metadata"].get("total_size")
     if isinstance(total, bool) or not isinstance(total, int | float) or total <= 0:
-        raise ConfigError(f"model.safetensors.index.json metadata 'total_size' is not a size: {total!r}")
+        raise ConfigError(
+            later(
+                "model.safetensors.index.json metadata 'total_size' is not a size: %(total)s",
+                total=repr(total),
+            )
+        )
     return int(total)

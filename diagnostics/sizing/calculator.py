@@ -10,15 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from core.i18n import Message, later
 from diagnostics.sizing import errors, kv_cache, memory
 from diagnostics.sizing.architecture import Architecture, LayerKind
-from diagnostics.sizing.figures import Figure, GiB, MiB, g, gib, n
+from diagnostics.sizing.figures import Figure, GiB, MiB, Text, g, gib, n
 from diagnostics.sizing.versions import VllmBehaviour, behaviour
 from fleet.gpu_catalog import GpuModel
 
 
 class SpecError(ValueError):
-    """Inputs that cannot describe a vLLM launch; the message names the input."""
+    """Inputs that cannot describe a vLLM launch; the message (a core.i18n message, English
+    as str()) names the input."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +78,7 @@ class Sizing:
     concurrency_at_average: float
     fits: bool
     error: errors.StartupError | None
-    notes: tuple[str, ...]
+    notes: tuple[str, ...]  # figures.Text: English, with its message
     recommendations: dict[str, Any] = field(default_factory=dict)
 
     def figure(self, key: str) -> Figure:
@@ -120,10 +122,21 @@ class Sizing:
             "error": self.error.message if self.error else None,
             "error_kind": self.error.kind if self.error else None,
             "fixes": list(self.error.fixes) if self.error else [],
-            "recommendations": self.recommendations,
+            "recommendations": _english(self.recommendations),
             "figures": [f.to_dict() for f in self.figures],
-            "notes": list(self.notes),
+            "notes": [str(note) for note in self.notes],  # plain English text in the JSON
         }
+
+
+def _english(value: Any) -> Any:
+    """A result's messages as English text, for the JSON the API, the CLI and the check keep."""
+    if isinstance(value, Message):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _english(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_english(item) for item in value]
+    return value
 
 
 def size(spec: SizingSpec) -> Sizing:
@@ -147,7 +160,7 @@ def compute(spec: SizingSpec) -> Sizing:
     figures.append(
         Figure(
             key="requested",
-            label="Memory vLLM requests per GPU",
+            label=later("Memory vLLM requests per GPU"),
             value=gib(requested),
             unit="GiB",
             formula=f"{g(total)} x gpu_memory_utilization {resolved.gpu_memory_utilization:g}"
@@ -160,7 +173,7 @@ def compute(spec: SizingSpec) -> Sizing:
     figures.append(
         Figure(
             key="weights",
-            label="Weights per GPU",
+            label=later("Weights per GPU"),
             value=gib(weights),
             unit="GiB",
             formula="measured (Model loading took)"
@@ -186,7 +199,7 @@ def compute(spec: SizingSpec) -> Sizing:
         figures.append(
             Figure(
                 key="available_kv",
-                label="KV cache memory per GPU",
+                label=later("KV cache memory per GPU"),
                 value=gib(available),
                 unit="GiB",
                 formula=f"--kv-cache-memory-bytes {spec.kv_cache_memory_bytes:,} (profiling skipped)",
@@ -224,48 +237,64 @@ def resolve(spec: SizingSpec) -> Resolved:
     try:
         beh = behaviour(spec.vllm_version)
     except ValueError as exc:
-        raise SpecError(str(exc)) from None
+        raise SpecError(exc.args[0]) from None
     if spec.gpus < 1:
-        raise SpecError("gpus must be at least 1")
+        raise SpecError(_at_least("gpus"))
     pp = spec.pipeline_parallel_size
     if pp < 1:
-        raise SpecError("pipeline_parallel_size must be at least 1")
+        raise SpecError(_at_least("pipeline_parallel_size"))
     tp = spec.tensor_parallel_size or max(spec.gpus // pp, 1)
     if tp < 1:
-        raise SpecError("tensor_parallel_size must be at least 1")
+        raise SpecError(_at_least("tensor_parallel_size"))
     if tp * pp > spec.gpus:
         raise SpecError(
-            f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} needs {tp * pp} GPUs, not {spec.gpus}"
+            later(
+                "tensor_parallel_size %(tp)s x pipeline_parallel_size %(pp)s needs %(needed)s GPUs, "
+                "not %(gpus)s",
+                tp=tp,
+                pp=pp,
+                needed=tp * pp,
+                gpus=spec.gpus,
+            )
         )
     if spec.gpus % (tp * pp):
         raise SpecError(
-            f"{spec.gpus} GPUs do not divide into replicas of TP {tp} x PP {pp}; use a multiple of {tp * pp}"
+            later(
+                "%(gpus)s GPUs do not divide into replicas of TP %(tp)s x PP %(pp)s; "
+                "use a multiple of %(needed)s",
+                gpus=spec.gpus,
+                tp=tp,
+                pp=pp,
+                needed=tp * pp,
+            )
         )
     total = _total_bytes(spec)
     util = spec.gpu_memory_utilization
     if util is None:
         util = beh.default_gpu_memory_utilization
     if not 0 < util <= 1:
-        raise SpecError(f"gpu_memory_utilization must be in (0, 1], not {util}")
+        raise SpecError(later("gpu_memory_utilization must be in (0, 1], not %(util)s", util=util))
     max_len = spec.max_model_len or spec.arch.max_position_embeddings
     if not max_len:
-        raise SpecError("max_model_len is needed: the model's config has no max_position_embeddings")
+        raise SpecError(later("max_model_len is needed: the model's config has no max_position_embeddings"))
     if max_len < 1:
-        raise SpecError("max_model_len must be at least 1")
+        raise SpecError(_at_least("max_model_len"))
     seqs, batched = _scheduler_defaults(spec, beh, total, max_len)
     quant = spec.arch.quantization if spec.quantization is None else spec.quantization
     try:
         memory.bytes_per_param(quant, spec.dtype)
     except ValueError as exc:
-        raise SpecError(str(exc)) from None
+        raise SpecError(exc.args[0]) from None
     dtype = spec.dtype
     if dtype in ("", "auto"):  # vLLM runs float32 checkpoints in 16 bits unless told otherwise
         dtype = "bfloat16" if spec.arch.dtype == "float32" else spec.arch.dtype
     if dtype not in ("bfloat16", "float16", "float32"):
-        raise SpecError(f"dtype must be auto, bfloat16, float16 or float32, not {spec.dtype!r}")
+        raise SpecError(
+            later("dtype must be auto, bfloat16, float16 or float32, not %(dtype)s", dtype=repr(spec.dtype))
+        )
     block = spec.block_size
     if block is not None and (block < 1 or block % 16 and block not in (1, 8)):
-        raise SpecError(f"block_size must be 1, 8 or a multiple of 16, not {block}")
+        raise SpecError(later("block_size must be 1, 8 or a multiple of 16, not %(block)s", block=block))
     return Resolved(
         behaviour=beh,
         total_bytes=total,
@@ -281,11 +310,15 @@ def resolve(spec: SizingSpec) -> Resolved:
     )
 
 
+def _at_least(flag: str) -> Message:
+    return later("%(flag)s must be at least 1", flag=flag)
+
+
 def _total_bytes(spec: SizingSpec) -> float:
     if spec.device_total_bytes:
         return float(spec.device_total_bytes)
     if spec.gpu is None:
-        raise SpecError("a GPU model (or the device's total memory) is needed")
+        raise SpecError(later("a GPU model (or the device's total memory) is needed"))
     return float(spec.gpu.memory_mib * MiB - memory.CUDA_RESERVED_BYTES)
 
 
@@ -306,11 +339,11 @@ def _scheduler_defaults(spec: SizingSpec, beh: VllmBehaviour, total: float, max_
         seqs = min(seqs, batched)
     for flag, value in (("max_num_seqs", seqs), ("max_num_batched_tokens", batched)):
         if value < 1:
-            raise SpecError(f"{flag} must be at least 1")
+            raise SpecError(_at_least(flag))
     return seqs, batched
 
 
-def _gib_figure(key: str, label: str, value: float, formula: str) -> Figure:
+def _gib_figure(key: str, label: Message, value: float, formula: str) -> Figure:
     return Figure(key=key, label=label, value=gib(value), unit="GiB", formula=formula)
 
 
@@ -320,7 +353,7 @@ def _device_figure(spec: SizingSpec, total: float) -> Figure:
     else:
         reserved = g(memory.CUDA_RESERVED_BYTES)
         formula = f"{spec.gpu.memory_mib:,} MiB (NVML total) - {reserved} CUDA keeps back"
-    return _gib_figure("device_total", "GPU memory CUDA reports", total, formula)
+    return _gib_figure("device_total", later("GPU memory CUDA reports"), total, formula)
 
 
 def _available(
@@ -344,12 +377,12 @@ def _available(
             tensor_parallel_size=tp,
         )
         formula = f"estimate: {formula}"
-    figures.append(_gib_figure("activation", "Peak activation (profile run)", activation, formula))
+    figures.append(_gib_figure("activation", later("Peak activation (profile run)"), activation, formula))
     non_torch = measured.non_torch if measured.non_torch is not None else memory.non_torch_estimate(tp)
     formula = "estimate: 0.1 GiB" + (" + 0.1 GiB for TP > 1" if tp > 1 else "")
     if measured.non_torch is not None:
         formula = "measured"
-    figures.append(_gib_figure("non_torch", "Non-torch memory (NCCL, cuBLAS)", non_torch, formula))
+    figures.append(_gib_figure("non_torch", later("Non-torch memory (NCCL, cuBLAS)"), non_torch, formula))
     graphs = 0.0
     if resolved.behaviour.subtracts_cuda_graphs and not spec.enforce_eager:
         if measured.cuda_graphs is not None:
@@ -359,15 +392,20 @@ def _available(
             per = memory.CUDA_GRAPH_BYTES_PER_LAYER * (3 if arch.is_moe else 1)
             base = g(memory.CUDA_GRAPH_BASE_BYTES)
             formula = f"estimate: {base} + {layers_on_rank} layers x {per / MiB:g} MiB"
-        figures.append(_gib_figure("cuda_graphs", "CUDA graphs", graphs, formula))
+        figures.append(_gib_figure("cuda_graphs", later("CUDA graphs"), graphs, formula))
     elif not spec.enforce_eager:
         notes.append(
-            f"vLLM {resolved.behaviour.label} captures CUDA graphs after sizing the KV cache, in the memory "
-            "left outside gpu_memory_utilization; keep that slack (typically 0.3-1.5 GiB)"
+            Text(
+                later(
+                    "vLLM %(version)s captures CUDA graphs after sizing the KV cache, in the memory left "
+                    "outside gpu_memory_utilization; keep that slack (typically 0.3-1.5 GiB)",
+                    version=resolved.behaviour.label,
+                )
+            )
         )
     available = requested - weights - activation - non_torch - graphs
     terms = " - ".join(g(term) for term in (requested, weights, activation, non_torch, graphs) if term)
-    figures.append(_gib_figure("available_kv", "Available KV cache memory per GPU", available, terms))
+    figures.append(_gib_figure("available_kv", later("Available KV cache memory per GPU"), available, terms))
     return available
 
 
@@ -384,13 +422,17 @@ def _kv_figures(arch: Architecture, kv: kv_cache.KvLayout, tp: int) -> list[Figu
     result = [
         Figure(
             key="kv_bytes_per_token",
-            label="KV bytes per token per GPU",
+            label=later("KV bytes per token per GPU"),
             value=kv.bytes_per_token,
             unit="bytes",
             formula=per_token,
         ),
         Figure(
-            key="page_bytes", label="Block page per layer", value=kv.page_bytes, unit="bytes", formula=page
+            key="page_bytes",
+            label=later("Block page per layer"),
+            value=kv.page_bytes,
+            unit="bytes",
+            formula=page,
         ),
     ]
     if kv.hybrid:
@@ -398,7 +440,7 @@ def _kv_figures(arch: Architecture, kv: kv_cache.KvLayout, tp: int) -> list[Figu
         result.append(
             Figure(
                 key="groups",
-                label="KV cache groups",
+                label=later("KV cache groups"),
                 value=kv.num_groups,
                 unit="groups",
                 formula=f"{kinds} layers in groups of {kv.group_size}: "
@@ -409,13 +451,18 @@ def _kv_figures(arch: Architecture, kv: kv_cache.KvLayout, tp: int) -> list[Figu
     return result
 
 
-def _hybrid_note(arch: Architecture, kv: kv_cache.KvLayout) -> str:
-    parts = []
+def _hybrid_note(arch: Architecture, kv: kv_cache.KvLayout) -> Message | str:
+    sliding = later(
+        "sliding layers keep at most window %(window)s + the batched tokens", window=arch.sliding_window
+    )
+    linear = later(
+        "linear layers keep one %(bytes)s-byte state per sequence", bytes=f"{kv.linear_state_bytes:,}"
+    )
+    if LayerKind.SLIDING in kv.kinds and LayerKind.LINEAR in kv.kinds:
+        return later("%(first)s; %(second)s", first=sliding, second=linear)
     if LayerKind.SLIDING in kv.kinds:
-        parts.append(f"sliding layers keep at most window {arch.sliding_window} + the batched tokens")
-    if LayerKind.LINEAR in kv.kinds:
-        parts.append(f"linear layers keep one {kv.linear_state_bytes:,}-byte state per sequence")
-    return "; ".join(parts)
+        return sliding
+    return linear if LayerKind.LINEAR in kv.kinds else ""
 
 
 def _capacity_figures(
@@ -437,35 +484,35 @@ def _capacity_figures(
     return [
         Figure(
             key="num_blocks",
-            label="KV cache blocks",
+            label=later("KV cache blocks"),
             value=cap.num_blocks,
             unit="blocks",
             formula=f"floor({g(max(available, 0))} / {kv.page_bytes:,} B / {kv.group_size} layers)",
         ),
         Figure(
             key="kv_cache_tokens",
-            label="GPU KV cache size",
+            label=later("GPU KV cache size"),
             value=cap.tokens,
             unit="tokens",
             formula=tokens_formula,
         ),
         Figure(
             key="kv_cache_gib",
-            label="KV cache allocated per GPU",
+            label=later("KV cache allocated per GPU"),
             value=gib(cap.allocated_bytes),
             unit="GiB",
             formula=f"{cap.num_blocks:,} blocks x {kv.page_bytes:,} B x {kv.group_size} layers",
         ),
         Figure(
             key="max_concurrency",
-            label=f"Maximum concurrency for {mml:,} tokens per request",
+            label=later("Maximum concurrency for %(tokens)s tokens per request", tokens=f"{mml:,}"),
             value=cap.max_concurrency,
             unit="x",
             formula=f"{cap.num_blocks:,} blocks / {per_request:,} blocks per request",
         ),
         Figure(
             key="concurrency_at_average",
-            label=f"Requests of {context:,} tokens at once",
+            label=later("Requests of %(tokens)s tokens at once", tokens=f"{context:,}"),
             value=average,
             unit="x",
             formula=f"{cap.num_blocks:,} blocks / {kv.blocks_per_request(context):,} blocks per request "
@@ -473,7 +520,7 @@ def _capacity_figures(
         ),
         Figure(
             key="running_at_average",
-            label="Running at once at that length",
+            label=later("Running at once at that length"),
             value=float(int(effective)),
             unit="requests",
             formula=f"min({average:,.1f}, max_num_seqs {resolved.max_num_seqs:,})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.i18n import Message, later
 from diagnostics.sizing import kv_cache
 from diagnostics.sizing.calculator import Sizing
 
@@ -35,12 +36,39 @@ class ObservedLoad:
 
 @dataclass(frozen=True, kw_only=True)
 class Issue:
+    """A capacity problem, its text kept as messages (core.i18n): the check runs with no
+    reader, and the finding is read later in English or Chinese."""
+
     code: str
     severity: str  # critical, warning, info
-    title: str
-    detail: str
-    fix: str
+    title_message: Message
+    detail_message: Message | str  # a plain string is vLLM's own error, as it logs it
+    fix_messages: tuple[Message | str, ...]  # a plain string is a flag with its value
     numbers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return str(self.title_message)
+
+    @property
+    def detail(self) -> str:
+        return str(self.detail_message)
+
+    @property
+    def fix(self) -> str:
+        return "; ".join(str(fix) for fix in self.fix_messages)
+
+    def text(self) -> dict[str, Any]:
+        """The title, detail and fixes as stored messages (core.i18n.shown reads them back)."""
+        return {
+            "title": _stored(self.title_message),
+            "detail": _stored(self.detail_message),
+            "fixes": [_stored(fix) for fix in self.fix_messages],
+        }
+
+
+def _stored(text: Message | str) -> dict[str, Any] | str:
+    return text.to_json() if isinstance(text, Message) else text
 
 
 def check(sizing: Sizing, load: ObservedLoad) -> list[Issue]:
@@ -62,9 +90,9 @@ def _will_not_start(sizing: Sizing) -> Issue:
     return Issue(
         code="will_not_start",
         severity="critical",
-        title="Would not start with its launch flags",
-        detail=error.message,
-        fix="; ".join(error.fixes),
+        title_message=later("Would not start with its launch flags"),
+        detail_message=error.message,
+        fix_messages=error.fix_messages,
         numbers={"available_kv_gib": round(sizing.available_kv_bytes / 2**30, 2), "error_kind": error.kind},
     )
 
@@ -92,32 +120,49 @@ def _long_prompts(sizing: Sizing, load: ObservedLoad) -> Issue | None:
     return Issue(
         code="long_prompts_exhaust_kv",
         severity="critical" if pressure else "warning",
-        title=f"Prompts of {int(prompt):,} tokens: {fit:.1f} fit in the KV cache at once "
-        f"(max_num_seqs {seqs})",
-        detail=(
-            f"The probes saw p99 prompts of {int(prompt):,} tokens. At that length the KV cache "
-            f"({sizing.capacity.tokens:,} tokens) holds {fit:.1f} requests, so a handful of them leave the "
-            "rest waiting or preempted"
-            + (
-                f"; KV usage reached {load.kv_usage_max:.0%} with requests waiting or preempted."
-                if pressure
-                else "; no pressure seen yet."
-            )
+        title_message=later(
+            "Prompts of %(prompt)s tokens: %(fit)s fit in the KV cache at once (max_num_seqs %(seqs)s)",
+            prompt=f"{int(prompt):,}",
+            fit=f"{fit:.1f}",
+            seqs=seqs,
         ),
-        fix=_long_prompt_fix(sizing, int(prompt)),
+        detail_message=_long_prompt_detail(sizing, load, prompt=int(prompt), fit=fit),
+        fix_messages=_long_prompt_fixes(sizing),
         numbers=numbers,
     )
 
 
-def _long_prompt_fix(sizing: Sizing, prompt: int) -> str:
+def _long_prompt_detail(sizing: Sizing, load: ObservedLoad, *, prompt: int, fit: float) -> Message:
+    values = {"prompt": f"{prompt:,}", "tokens": f"{sizing.capacity.tokens:,}", "fit": f"{fit:.1f}"}
+    if load.under_pressure:
+        return later(
+            "The probes saw p99 prompts of %(prompt)s tokens. At that length the KV cache (%(tokens)s "
+            "tokens) holds %(fit)s requests, so a handful of them leave the rest waiting or preempted; "
+            "KV usage reached %(usage)s with requests waiting or preempted.",
+            usage=f"{load.kv_usage_max:.0%}",
+            **values,
+        )
+    return later(
+        "The probes saw p99 prompts of %(prompt)s tokens. At that length the KV cache (%(tokens)s "
+        "tokens) holds %(fit)s requests, so a handful of them leave the rest waiting or preempted; "
+        "no pressure seen yet.",
+        **values,
+    )
+
+
+def _long_prompt_fixes(sizing: Sizing) -> tuple[Message, ...]:
     fixes = [
-        "queue long-document batches instead of sending them at once",
-        f"lower --max-model-len (now {sizing.resolved.max_model_len:,}) so one request cannot take so much",
+        later("queue long-document batches instead of sending them at once"),
+        later(
+            "lower %(flag)s (now %(now)s) so one request cannot take so much",
+            flag="--max-model-len",
+            now=f"{sizing.resolved.max_model_len:,}",
+        ),
     ]
     if not sizing.spec.kv_cache_dtype.startswith("fp8"):
-        fixes.append("--kv-cache-dtype fp8 doubles the tokens that fit")
-    fixes.append("or add GPUs (tensor parallelism frees memory for KV)")
-    return "; ".join(fixes)
+        fixes.append(later("%(flag)s doubles the tokens that fit", flag="--kv-cache-dtype fp8"))
+    fixes.append(later("or add GPUs (tensor parallelism frees memory for KV)"))
+    return tuple(fixes)
 
 
 def _few_at_max_len(sizing: Sizing) -> Issue | None:
@@ -129,14 +174,21 @@ def _few_at_max_len(sizing: Sizing) -> Issue | None:
     return Issue(
         code="few_requests_at_max_len",
         severity="warning",
-        title=f"{at_max:.1f} requests of max_model_len {mml:,} fill the KV cache",
-        detail=(
-            f"With max_model_len {mml:,} and max_num_seqs {seqs}, {at_max:.1f} requests at full length "
-            f"take the whole KV cache ({sizing.capacity.tokens:,} tokens): a batch of long prompts "
-            "starves everyone."
+        title_message=later(
+            "%(fit)s requests of max_model_len %(mml)s fill the KV cache", fit=f"{at_max:.1f}", mml=f"{mml:,}"
         ),
-        fix=f"cap prompt length at the gateway or lower --max-model-len; "
-        f"--max-num-seqs {max(int(at_max), 1)} if long requests are the norm",
+        detail_message=later(
+            "With max_model_len %(mml)s and max_num_seqs %(seqs)s, %(fit)s requests at full length take the "
+            "whole KV cache (%(tokens)s tokens): a batch of long prompts starves everyone.",
+            mml=f"{mml:,}",
+            seqs=seqs,
+            fit=f"{at_max:.1f}",
+            tokens=f"{sizing.capacity.tokens:,}",
+        ),
+        fix_messages=(
+            later("cap prompt length at the gateway or lower %(flag)s", flag="--max-model-len"),
+            later("%(flag)s if long requests are the norm", flag=f"--max-num-seqs {max(int(at_max), 1)}"),
+        ),
         numbers={"max_concurrency": round(at_max, 2), "max_model_len": mml, "max_num_seqs": seqs},
     )
 
@@ -150,10 +202,16 @@ def _seqs_beyond_kv(sizing: Sizing) -> Issue | None:
     return Issue(
         code="max_num_seqs_beyond_kv",
         severity="info",
-        title=f"max_num_seqs {seqs} is above the {fit:.0f} requests the KV cache holds "
-        f"at {sizing.average_context:,} tokens",
-        detail="Requests beyond that wait for KV blocks or preempt others; the guide sizes max_num_seqs as "
-        "available KV / KV per average request, with a margin.",
-        fix=f"--max-num-seqs {max(int(fit * 0.85), 1)}",
+        title_message=later(
+            "max_num_seqs %(seqs)s is above the %(fit)s requests the KV cache holds at %(context)s tokens",
+            seqs=seqs,
+            fit=f"{fit:.0f}",
+            context=f"{sizing.average_context:,}",
+        ),
+        detail_message=later(
+            "Requests beyond that wait for KV blocks or preempt others; the guide sizes max_num_seqs as "
+            "available KV / KV per average request, with a margin."
+        ),
+        fix_messages=(f"--max-num-seqs {max(int(fit * 0.85), 1)}",),
         numbers={"max_num_seqs": seqs, "requests_that_fit": round(fit, 1), "context": sizing.average_context},
     )

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from core.i18n import later
 from diagnostics.sizing.architecture import (
     Architecture,
     ConfigError,
@@ -45,7 +46,12 @@ class CatalogEntry:
         if self.weight_bytes:
             arch = arch.with_weights(self.weight_bytes)
         if not arch.params_total and not arch.weight_bytes:
-            raise ConfigError(f"{self.name}: give the parameter count or a safetensors index for the weights")
+            raise ConfigError(
+                later(
+                    "%(model)s: give the parameter count or a safetensors index for the weights",
+                    model=self.name,
+                )
+            )
         return arch
 
     def names(self) -> set[str]:
@@ -93,17 +99,32 @@ def slug(text: str) -> str:
 def parse_json(text: str | bytes, *, what: str) -> Any:
     """JSON from a paste or an upload, with an error that says which file and where."""
     if len(text) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{what} is {len(text):,} bytes; a real one is far under {MAX_CONFIG_BYTES:,}")
+        raise ConfigError(
+            later(
+                "%(file)s is %(size)s bytes; a real one is far under %(limit)s",
+                file=what,
+                size=f"{len(text):,}",
+                limit=f"{MAX_CONFIG_BYTES:,}",
+            )
+        )
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"{what} is not UTF-8 text (byte {exc.start})") from None
+            raise ConfigError(
+                later("%(file)s is not UTF-8 text (byte %(byte)s)", file=what, byte=exc.start)
+            ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
-            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            later(
+                "%(file)s is not valid JSON: %(error)s at line %(line)s, column %(column)s",
+                file=what,
+                error=exc.msg,
+                line=exc.lineno,
+                column=exc.colno,
+            )
         ) from None
 
 
@@ -118,7 +139,7 @@ def entry_from_upload(
     model.safetensors.index.json; ConfigError naming the field at fault."""
     config = parse_json(config_text, what="config.json")
     if not isinstance(config, dict):
-        raise ConfigError("config.json must be a JSON object")
+        raise ConfigError(later("config.json must be a JSON object"))
     weight_bytes = None
     if index_text:
         weight_bytes = weight_bytes_from_index(parse_json(index_text, what="model.safetensors.index.json"))

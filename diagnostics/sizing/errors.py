@@ -3,7 +3,9 @@
 The checks run in vLLM's order: the config (heads against TP, length against the model),
 free memory against the request, the weights against the device, then the KV cache:
 none at all, or too little for one request at max_model_len. Texts are verbatim from
-vLLM's sources for the version (research/vllm_memory.md 1.1 and 3.6).
+vLLM's sources for the version (research/vllm_memory.md 1.1 and 3.6), so they stay English in
+every language (an engineer searches the log for them); the fixes are messages (core.i18n),
+their flags kept as values so a page can show them as code.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.i18n import Message, later
 from diagnostics.sizing import kv_cache
 from diagnostics.sizing.figures import GiB
 
@@ -24,8 +27,13 @@ DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for 
 @dataclass(frozen=True)
 class StartupError:
     kind: str  # "tp_heads", "max_model_len", "free_memory", "load_oom", "no_kv_memory", "kv_too_small"
-    message: str
-    fixes: tuple[str, ...]
+    message: str  # vLLM's own words
+    fix_messages: tuple[Message | str, ...]  # a plain string is a flag with its value
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        """The fixes in English, as the API, the CLI and the stored results give them."""
+        return tuple(str(fix) for fix in self.fix_messages)
 
 
 def _gib(value: float) -> float:
@@ -74,7 +82,7 @@ def _length(*, spec: SizingSpec, resolved: Resolved, **_: object) -> StartupErro
         "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.",
         (
             f"--max-model-len {derived}",
-            "or the model's RoPE scaling (rope_scaling), where it supports longer",
+            later("or the model's RoPE scaling (%(key)s), where it supports longer", key="rope_scaling"),
         ),
     )
 
@@ -95,8 +103,12 @@ def _free_memory(
         f"utilization ({util}, {_gib(requested)} GiB). Decrease GPU memory utilization or reduce GPU memory "
         "used by other processes.",
         (
-            f"--gpu-memory-utilization {most:.2f} (at most free/total)",
-            f"or stop what holds {_gib(spec.other_used_bytes)} GiB on the GPU (nvidia-smi lists it)",
+            later("%(flag)s (at most free/total)", flag=f"--gpu-memory-utilization {most:.2f}"),
+            later(
+                "or stop what holds %(gib)s GiB on the GPU (%(tool)s lists it)",
+                gib=_gib(spec.other_used_bytes),
+                tool="nvidia-smi",
+            ),
         ),
     )
 
@@ -153,10 +165,10 @@ def _kv_memory(
             f"memory ({available / GiB:.2f} GiB). {estimated} Try increasing `gpu_memory_utilization` or "
             "decreasing `max_model_len` when initializing the engine."
         )
-    fixes = [f"--max-model-len {_round_down(estimate)}"] if estimate else []
+    fixes: list[Message | str] = [f"--max-model-len {_round_down(estimate)}"] if estimate else []
     fixes += _util_fix(resolved, requested, needed - available)
     if not spec.kv_cache_dtype.startswith("fp8"):
-        fixes.append("--kv-cache-dtype fp8 (halves KV bytes per token)")
+        fixes.append(later("%(flag)s (halves KV bytes per token)", flag="--kv-cache-dtype fp8"))
     return StartupError("kv_too_small", message, tuple(fixes))
 
 
@@ -172,14 +184,26 @@ def _util_fix(resolved: Resolved, requested: float, shortfall: float) -> tuple[s
     return ()
 
 
-def _more_room_fixes(spec: SizingSpec, resolved: Resolved) -> tuple[str, ...]:
-    fixes = []
+def _more_room_fixes(spec: SizingSpec, resolved: Resolved) -> tuple[Message | str, ...]:
+    fixes: list[Message | str] = []
     if resolved.quantization == "" and spec.arch.dtype != "float32":
-        fixes.append("--quantization fp8 (halves the weights)")
+        fixes.append(later("%(flag)s (halves the weights)", flag="--quantization fp8"))
     tp = resolved.tensor_parallel_size
     heads = spec.arch.num_attention_heads
     wider = next((size for size in (2, 4, 8, 16) if size > tp and heads % size == 0), None)
     if wider:
-        fixes.append(f"--tensor-parallel-size {wider} on {wider * resolved.pipeline_parallel_size} GPUs")
-    fixes.append("lower --max-num-batched-tokens or --max-num-seqs (smaller activation peak)")
+        fixes.append(
+            later(
+                "%(flag)s on %(gpus)s GPUs",
+                flag=f"--tensor-parallel-size {wider}",
+                gpus=wider * resolved.pipeline_parallel_size,
+            )
+        )
+    fixes.append(
+        later(
+            "lower %(batched)s or %(seqs)s (smaller activation peak)",
+            batched="--max-num-batched-tokens",
+            seqs="--max-num-seqs",
+        )
+    )
     return tuple(fixes)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from core.i18n import later
 from diagnostics.sizing.architecture import Architecture, LayerKind
+from diagnostics.sizing.figures import Text
 from diagnostics.sizing.versions import VllmBehaviour
 
 DEFAULT_BLOCK_SIZE = 16
@@ -50,7 +52,7 @@ class KvLayout:
     # kind's count (or the largest, when 0.12+ finds the counts within 25 %).
     group_size: int
     groups: dict[LayerKind, int]  # how many groups each kind fills
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # figures.Text: English, with its message
 
     @property
     def hybrid(self) -> bool:
@@ -124,8 +126,14 @@ def layout(
         kv_heads = max(1, arch.num_kv_heads // tensor_parallel_size)
         if arch.num_kv_heads < tensor_parallel_size:
             notes.append(
-                f"{arch.num_kv_heads} KV heads on {tensor_parallel_size} GPUs: each GPU keeps a copy of one "
-                "head, so tensor parallelism beyond the KV heads does not shrink KV per token"
+                Text(
+                    later(
+                        "%(heads)s KV heads on %(gpus)s GPUs: each GPU keeps a copy of one head, so tensor "
+                        "parallelism beyond the KV heads does not shrink KV per token",
+                        heads=arch.num_kv_heads,
+                        gpus=tensor_parallel_size,
+                    )
+                )
             )
         head = arch.head_dim
         page_per_token = 2 * kv_heads * head * dtype_bytes
@@ -143,14 +151,25 @@ def layout(
             # vLLM enlarges the attention block until its page holds a whole linear state.
             block = _KERNEL_ALIGNMENT * cdiv(linear_bytes, _KERNEL_ALIGNMENT * page_per_token)
             notes.append(
-                f"attention block size raised to {block} tokens so one page holds a linear-attention "
-                f"state of {linear_bytes:,} bytes"
+                Text(
+                    later(
+                        "attention block size raised to %(block)s tokens so one page holds a "
+                        "linear-attention state of %(bytes)s bytes",
+                        block=block,
+                        bytes=f"{linear_bytes:,}",
+                    )
+                )
             )
     page = block * page_per_token
     if linear_bytes > page:
         raise ValueError(
-            f"block_size {block} gives a {page:,}-byte page, smaller than one linear-attention state "
-            f"({linear_bytes:,} bytes); leave block_size unset"
+            later(
+                "block_size %(block)s gives a %(page)s-byte page, smaller than one linear-attention state "
+                "(%(state)s bytes); leave block_size unset",
+                block=block,
+                page=f"{page:,}",
+                state=f"{linear_bytes:,}",
+            )
         )
 
     group_size, groups = _grouping(kinds, behaviour)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from core.i18n import later
 from diagnostics.sizing.architecture import Architecture
 from diagnostics.sizing.figures import GiB, MiB
 from diagnostics.sizing.versions import VllmBehaviour
@@ -52,7 +53,13 @@ def bytes_per_param(quantization: str, dtype: str) -> float:
             return _BYTES_PER_PARAM[quantization]
         except KeyError:
             known = ", ".join(sorted(q for q in _BYTES_PER_PARAM if q))
-            raise ValueError(f"quantization {quantization!r} is not one of: {known}") from None
+            raise ValueError(
+                later(
+                    "quantization %(quantization)s is not one of: %(known)s",
+                    quantization=repr(quantization),
+                    known=known,
+                )
+            ) from None
     return 4.0 if dtype == "float32" else 2.0
 
 
@@ -76,7 +83,9 @@ def weights_total(arch: Architecture, *, quantization: str, dtype: str) -> tuple
             how += f" x {scale:g} ({quantization or dtype} on load)"
         return arch.weight_bytes * scale, how
     if not arch.params_total:
-        raise ValueError(f"{arch.name}: neither a parameter count nor the weights' size is known")
+        raise ValueError(
+            later("%(model)s: neither a parameter count nor the weights' size is known", model=arch.name)
+        )
     per = bytes_per_param(quantization, dtype)
     return arch.params_total * per, f"{arch.params_total / 1e9:,.2f} B parameters x {per:g} bytes"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from core.i18n import Message, later
 from diagnostics.sizing import memory
 from diagnostics.sizing.figures import GiB
 
@@ -26,27 +27,35 @@ LOAD_PEAK_FACTOR = 1.5
 STEADY_FACTOR = 0.6
 LIMIT_MARGIN = 1.2
 SHM_MULTI_GPU_GIB = 8
-SHM_MULTI_GPU_WHY = (
-    "tensor-parallel workers exchange through /dev/shm "
-    "(--shm-size or --ipc=host; a memory emptyDir in Kubernetes)"
+SHM_MULTI_GPU_WHY = later(
+    "tensor-parallel workers exchange through %(shm)s "
+    "(%(size)s or %(ipc)s; a memory %(volume)s in Kubernetes)",
+    shm="/dev/shm",
+    size="--shm-size",
+    ipc="--ipc=host",
+    volume="emptyDir",
 )
-SHM_SINGLE_GPU_WHY = "one GPU: little shared memory is used; 1 GiB leaves room for the engine's message queue"
+SHM_SINGLE_GPU_WHY = later(
+    "one GPU: little shared memory is used; 1 GiB leaves room for the engine's message queue"
+)
 
 
 @dataclass(frozen=True)
 class Scenario:
     key: str
-    label: str
+    label: Message
     prompt: int
     output: int
     batched_tokens: int
-    why: str
+    why: Message
 
 
 SCENARIOS = (
-    Scenario("short_chat", "Short chat", 1500, 500, 16384, "average context under 2K tokens"),
-    Scenario("long_documents", "Long documents", 8000, 1000, 32768, "average context over 4K tokens"),
-    Scenario("rag", "RAG", 6000, 300, 65536, "long prompts, short answers"),
+    Scenario("short_chat", later("Short chat"), 1500, 500, 16384, later("average context under 2K tokens")),
+    Scenario(
+        "long_documents", later("Long documents"), 8000, 1000, 32768, later("average context over 4K tokens")
+    ),
+    Scenario("rag", later("RAG"), 6000, 300, 65536, later("long prompts, short answers")),
 )
 
 
@@ -74,28 +83,33 @@ def _expected(sizing: Sizing) -> dict[str, Any]:
     return _fit_scenario(
         sizing,
         key="expected",
-        label="Your expected load",
+        label=later("Your expected load"),
         prompt=spec.avg_prompt_tokens,
         output=spec.avg_output_tokens,
         batched=sizing.resolved.max_num_batched_tokens,
-        why="the average prompt and output lengths given",
+        why=later("the average prompt and output lengths given"),
     )
 
 
 def _fit_scenario(
-    sizing: Sizing, *, key: str, label: str, prompt: int, output: int, batched: int, why: str
+    sizing: Sizing, *, key: str, label: Message, prompt: int, output: int, batched: int, why: Message
 ) -> dict[str, Any]:
     """Size the spec with the scenario's batched tokens (halved until it starts), then set
     max_num_seqs to what the KV cache holds at the scenario's length, and size again."""
     from diagnostics.sizing.calculator import compute
 
-    notes = []
+    notes: list[Message] = []
     base = replace(sizing.spec, avg_prompt_tokens=prompt, avg_output_tokens=output, max_num_seqs=None)
     trial = compute(replace(base, max_num_batched_tokens=batched))
     while trial.error and trial.error.kind in ("no_kv_memory", "kv_too_small") and batched > 2048:
         batched //= 2
         trial = compute(replace(base, max_num_batched_tokens=batched))
-        notes.append(f"max_num_batched_tokens lowered to {batched:,} so the KV cache keeps room")
+        notes.append(
+            later(
+                "max_num_batched_tokens lowered to %(batched)s so the KV cache keeps room",
+                batched=f"{batched:,}",
+            )
+        )
     if trial.error:
         return _row(key, label, prompt, output, batched, None, trial, why, notes)
     seqs = _seqs(trial.concurrency_at_average)
@@ -141,11 +155,15 @@ def host_resources(sizing: Sizing) -> dict[str, Any]:
     w = weights_all / GiB
     return {
         "host_ram_gib": round(load_peak / GiB, 1),
-        "host_ram_formula": f"1.5 x {w:,.1f} GiB weights + 8 GiB (tokenizer, request buffers, system)",
+        "host_ram_formula": later(
+            "1.5 x %(weights)s GiB weights + 8 GiB (tokenizer, request buffers, system)", weights=f"{w:,.1f}"
+        ),
         "container_request_gib": round(steady / GiB, 1),
-        "container_request_formula": f"0.6 x {w:,.1f} GiB weights + 8 GiB (steady state)",
+        "container_request_formula": later(
+            "0.6 x %(weights)s GiB weights + 8 GiB (steady state)", weights=f"{w:,.1f}"
+        ),
         "container_limit_gib": round(load_peak * LIMIT_MARGIN / GiB, 1),
-        "container_limit_formula": f"load peak {load_peak / GiB:,.1f} GiB + 20 %",
+        "container_limit_formula": later("load peak %(peak)s GiB + 20 %%", peak=f"{load_peak / GiB:,.1f}"),
         "shm_gib": SHM_MULTI_GPU_GIB if multi_gpu else 1,
         "shm_why": SHM_MULTI_GPU_WHY if multi_gpu else SHM_SINGLE_GPU_WHY,
     }

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from core.i18n import later
+
 DEFAULT_VERSION = "0.21"
 OLDEST, NEWEST = (0, 10), (0, 32)
 
@@ -73,17 +75,23 @@ def behaviour(version: str | None) -> VllmBehaviour:
     text = (version or "").strip().lstrip("v") or DEFAULT_VERSION
     match = re.match(r"^(\d+)\.(\d+)(?:[.+\-].*)?$", text)
     if not match:
-        raise VersionError(f"vLLM version {version!r} is not like 0.11.2")
+        raise VersionError(later("vLLM version %(version)s is not like 0.11.2", version=repr(version)))
     parsed = (int(match[1]), int(match[2]))
     if parsed < OLDEST:
         raise VersionError(
-            f"vLLM {text} runs the V0 engine, whose memory accounting the calculator does not model "
-            f"(0.10 to 0.32 are modelled)"
+            later(
+                "vLLM %(version)s runs the V0 engine, whose memory accounting the calculator does not "
+                "model (0.10 to 0.32 are modelled)",
+                version=text,
+            )
         )
     if parsed > NEWEST:
         raise VersionError(
-            f"vLLM {text} sizes its KV cache after warm-up with a new accounting the calculator "
-            f"does not model yet (0.10 to 0.32 are modelled)"
+            later(
+                "vLLM %(version)s sizes its KV cache after warm-up with a new accounting the calculator "
+                "does not model yet (0.10 to 0.32 are modelled)",
+                version=text,
+            )
         )
     return VllmBehaviour(parsed)
 

@@ -10,9 +10,11 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.htmx import wants_partial
+from core.i18n import shown
 from core.roles import Role, role_required
 from diagnostics import configgen_fill, sizing_service
 from diagnostics.forms import ConfigUploadForm, SizingForm
@@ -53,7 +55,7 @@ def sized(form: SizingForm) -> dict[str, Any]:
     try:
         result = sizing_service.run(form)
     except sizing_service.SizingInputError as exc:
-        return {"sizing": None, "input_error": str(exc)}
+        return {"sizing": None, "input_error": shown(exc.message)}
     return {"sizing": result, "result": result.to_dict()}
 
 
@@ -92,7 +94,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         else:
             form = SizingForm(initial={k: v for k, v in DEFAULTS.items() if k != "model"}, prefix=prefix)
         if prefix != "a":
-            form.fields["model"].choices = [("", "— none —"), *form.fields["model"].choices]
+            form.fields["model"].choices = [("", gettext("— none —")), *form.fields["model"].choices]
         columns.append({"prefix": prefix, "form": form, "active": chosen, **(sized(form) if chosen else {})})
     input_rows = [
         (columns[0]["form"][name].label, [column["form"][name] for column in columns])
@@ -107,7 +109,10 @@ def upload(request: HttpRequest) -> HttpResponse:
     form = ConfigUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         spec = sizing_service.save_upload(form.entry)
-        messages.success(request, f"{spec.name} is in the sizing catalogue as {spec.key}.")
+        messages.success(
+            request,
+            gettext("%(name)s is in the sizing catalogue as %(key)s.") % {"name": spec.name, "key": spec.key},
+        )
         return redirect(f"{reverse('diagnostics:sizing')}?{urlencode({'model': spec.key})}")
     return render(
         request, "diagnostics/sizing/upload.html", {"form": form}, status=400 if form.errors else 200
@@ -121,5 +126,9 @@ def for_instance(request: HttpRequest, pk: int) -> HttpResponse:
     instance = get_object_or_404(Instance, pk=pk)
     params, missing = sizing_service.params_for_instance(instance)
     for problem in missing:
-        messages.warning(request, f"Sizing {instance.name}: {problem}; pick it on the form.")
+        messages.warning(
+            request,
+            gettext("Sizing %(instance)s: %(problem)s; pick it on the form.")
+            % {"instance": instance.name, "problem": shown(problem)},
+        )
     return redirect(f"{reverse('diagnostics:sizing')}?{urlencode(params)}")
