@@ -216,10 +216,10 @@ def instance_panels(*, instance, since) -> list[dict]:
 
 PHASES = (
     ("dns_s", "DNS"),
-    ("connect_s", "connect"),
+    ("connect_s", _("connect")),
     ("tls_s", "TLS"),
     ("ttfb_s", "TTFB"),
-    ("total_s", "total"),
+    ("total_s", _("total")),
 )
 
 
@@ -227,14 +227,15 @@ def phase_breakdown(phases: dict | None) -> dict | None:
     """The latest health probe's curl-style phases as one stacked bar (each phase's own share)."""
     if not phases:
         return None
-    previous, traces = 0.0, []
-    for key, label in PHASES:
+    previous, traces, bar = 0.0, [], str(_("latest probe"))
+    for key, phase in PHASES:
+        label = str(phase)
         cumulative = phases.get(key)
         if cumulative is None:
             continue
         traces.append(
             go.Bar(
-                y=["latest probe"],
+                y=[bar],
                 x=[max(cumulative - previous, 0.0)],
                 name=label,
                 orientation="h",

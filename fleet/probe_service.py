@@ -184,7 +184,7 @@ def _fill_run(run: ProbeRun, probe: InstanceProbe, judged: Judgement, kind: str)
         **run.result,
         **probe.to_dict(with_scrape=False),
         "classification": classification.to_dict(),
-        "numa": list(judged.numa),
+        "numa": [str(m) for m in judged.numa],
     }
     run.findings = [f.to_dict() for f in classification.findings]
 

@@ -14,7 +14,34 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
+
 STATES = ("up", "degraded", "failing", "down", "stale", "maintenance", "unknown")
+
+# Each shown state as the pages word it (the glossary's 正常 / 降级 / 宕机 / 过期 / 未知).
+STATE_LABELS = {
+    "up": _("up"),
+    "degraded": _("degraded"),
+    "failing": _("failing"),
+    "down": _("down"),
+    "stale": _("stale"),
+    "maintenance": _("maintenance"),
+    "unknown": _("unknown"),
+}
+# The other words of an instance's state label (Instance.state_message keeps them as
+# messages); marked here so the probes' catalogue translates them too.
+LABEL_WORDS = (
+    gettext_noop("not probed yet"),
+    gettext_noop("disabled"),
+    gettext_noop("failing %(count)s× in a row"),
+)
+
+
+def state_label(state: str) -> str:
+    """A shown state (STATES) in the active language; an unknown one as it is."""
+    label = STATE_LABELS.get(state)
+    return str(label) if label is not None else state
 
 
 def shown_state(

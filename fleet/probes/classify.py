@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from core.i18n import Message, later
 from fleet.probes.engines import EngineDialect, dialect_for
 from fleet.probes.findings import SEVERITY_RANK, Category, Finding, Severity, Thresholds
 from fleet.probes.gpu import GpuProbeResult
@@ -98,15 +99,28 @@ def _readiness(
         if health:
             break  # with the health route failing, the other routes' failures add nothing
     if readiness.model_mismatch:
-        listed = ", ".join(readiness.models) or "none"
+        name, listed = repr(target.served_model_name), ", ".join(readiness.models)
+        evidence = (
+            later(
+                "served_model_name %(name)s is not among the models the server lists (%(listed)s): "
+                "requests for it get 404",
+                name=name,
+                listed=listed,
+            )
+            if listed
+            else later(
+                "served_model_name %(name)s is not among the models the server lists (none): "
+                "requests for it get 404",
+                name=name,
+            )
+        )
         found.append(
             Finding(
                 code="model.mismatch",
                 category=Category.MODEL_MISMATCH,
                 severity="down",
                 source="readiness",
-                evidence=f"served_model_name {target.served_model_name!r} is not among the models "
-                f"the server lists ({listed}): requests for it get 404",
+                evidence=evidence,
             )
         )
     return found + _version(readiness, target)
@@ -123,7 +137,7 @@ def _readiness_failure(
     """A failed readiness route: a hung or dead health route is down, the rest degraded."""
     path, outcome, status, error = check.path, check.outcome, check.status, check.error
 
-    def make(code: str, category: str, severity: Severity, evidence: str) -> Finding:
+    def make(code: str, category: str, severity: Severity, evidence: Message) -> Finding:
         return Finding(code=code, category=category, severity=severity, evidence=evidence, source="readiness")
 
     if outcome == "read_timeout" and health:
@@ -131,33 +145,56 @@ def _readiness_failure(
             "health.timeout",
             Category.UNRESPONSIVE,
             "down",
-            f"{path} accepted the connection but did not answer in {check.elapsed_s:.1f} s: "
-            "the API server is hung",
+            later(
+                "%(path)s accepted the connection but did not answer in %(s).1f s: the API server is hung",
+                path=path,
+                s=check.elapsed_s,
+            ),
         )
     if dead:
         return make(
             "engine.dead",
             Category.ENGINE_DEAD,
             "down",
-            f"{path} returned {status}: the engine is dead ({dialect.dead_health_note})",
+            later(
+                "%(path)s returned %(status)s: the engine is dead (%(note)s)",
+                path=path,
+                status=status,
+                note=later(dialect.dead_health_note),
+            ),
         )
     if outcome == "bad_status" and status is not None and status >= 500 and health:
         return make(
             f"health.http_{status}",
             Category.SERVER_ERROR,
             "down",
-            f"{path} returned {status}: the server reports itself unhealthy ({error or 'no detail'})",
+            later(
+                "%(path)s returned %(status)s: the server reports itself unhealthy (%(detail)s)",
+                path=path,
+                status=status,
+                detail=error or later("no detail"),
+            ),
         )
     if outcome == "bad_status" and status in (401, 403):
         return make(
             "auth.rejected",
             Category.CLIENT,
             "degraded",
-            f"{path} answered {status}: the API key (from the inventory's variable) is missing or wrong",
+            later(
+                "%(path)s answered %(status)s: the API key (from the inventory's variable) is missing "
+                "or wrong",
+                path=path,
+                status=status,
+            ),
         )
     if outcome == "garbage":
-        return make("readiness.garbage", Category.GARBAGE, "degraded", f"{path}: {error}")
-    return make(f"readiness.{outcome}", Category.PROBE_ERROR, "degraded", f"{path}: {error or outcome}")
+        return make("readiness.garbage", Category.GARBAGE, "degraded", _failed(path, error))
+    return make(f"readiness.{outcome}", Category.PROBE_ERROR, "degraded", _failed(path, error or outcome))
+
+
+def _failed(path: str | Message, error: str) -> Message:
+    """A request that failed, by its path (or what it was) and the error it got."""
+    return later("%(path)s: %(error)s", path=path, error=error)
 
 
 def _version(readiness: ReadinessResult, target: ProbeTarget) -> list[Finding]:
@@ -170,8 +207,13 @@ def _version(readiness: ReadinessResult, target: ProbeTarget) -> list[Finding]:
             category=Category.VERSION_MISMATCH,
             severity="info",
             source="readiness",
-            evidence=f"The inventory says {target.engine} {wanted} but the server reports {seen}; "
-            "metric names are read by what the server really runs",
+            evidence=later(
+                "The inventory says %(engine)s %(wanted)s but the server reports %(seen)s; metric names "
+                "are read by what the server really runs",
+                engine=target.engine,
+                wanted=wanted,
+                seen=seen,
+            ),
         )
     ]
 
@@ -190,7 +232,9 @@ def _phases(phases: PhaseResult | None, target: ProbeTarget, th: Thresholds) -> 
                 category=Category.NETWORK,
                 severity="degraded",
                 source="phases",
-                evidence=f"Connect {phases.connect_s:.2f} s > {th.connect_s:g} s, so the network",
+                evidence=later(
+                    "Connect %(s).2f s > %(limit)g s, so the network", s=phases.connect_s, limit=th.connect_s
+                ),
             )
         )
     if phases.ttfb_s is not None and phases.ttfb_s > th.ttfb_s:
@@ -200,7 +244,12 @@ def _phases(phases: PhaseResult | None, target: ProbeTarget, th: Thresholds) -> 
                 category=Category.TTFT,
                 severity="degraded",
                 source="phases",
-                evidence=f"TTFB {phases.ttfb_s:.1f} s > {th.ttfb_s:g} s on {path}, so TTFT",
+                evidence=later(
+                    "TTFB %(s).1f s > %(limit)g s on %(path)s, so TTFT",
+                    s=phases.ttfb_s,
+                    limit=th.ttfb_s,
+                    path=path,
+                ),
             )
         )
     gap = phases.decode_gap_s
@@ -211,14 +260,19 @@ def _phases(phases: PhaseResult | None, target: ProbeTarget, th: Thresholds) -> 
                 category=Category.TPS,
                 severity="degraded",
                 source="phases",
-                evidence=f"Total − TTFB {gap:.1f} s > {th.decode_gap_s:g} s on {path}, so TPS",
+                evidence=later(
+                    "Total − TTFB %(s).1f s > %(limit)g s on %(path)s, so TPS",
+                    s=gap,
+                    limit=th.decode_gap_s,
+                    path=path,
+                ),
             )
         )
     return found
 
 
 def _request_failure(
-    result: PhaseResult | StreamResult, *, path: str, target: ProbeTarget, source: str
+    result: PhaseResult | StreamResult, *, path: str | Message, target: ProbeTarget, source: str
 ) -> Finding:
     """A failed generation request: its connection, its HTTP status, or a timeout."""
     outcome, error = result.outcome, result.error
@@ -241,8 +295,12 @@ def _request_failure(
             category=Category.TTFT,
             severity="degraded",
             source=source,
-            evidence=f"{path} sent no answer in time ({error}): queueing, a long prefill or a stalled "
-            "engine (TTFT)",
+            evidence=later(
+                "%(path)s sent no answer in time (%(error)s): queueing, a long prefill or a stalled "
+                "engine (TTFT)",
+                path=path,
+                error=error,
+            ),
         )
     category = Category.GARBAGE if outcome == "garbage" else Category.PROBE_ERROR
     return Finding(
@@ -250,7 +308,7 @@ def _request_failure(
         category=category,
         severity="degraded",
         source=source,
-        evidence=f"{path}: {error or outcome}",
+        evidence=_failed(path, error or outcome),
     )
 
 
@@ -260,7 +318,7 @@ def _stream(stream: StreamResult | None, target: ProbeTarget, th: Thresholds) ->
     if stream.outcome == "read_timeout":
         return [_stream_timeout(stream)]
     if stream.outcome != "ok":
-        return [_request_failure(stream, path="the stream probe", target=target, source="stream")]
+        return [_request_failure(stream, path=later("the stream probe"), target=target, source="stream")]
     return _stream_timing(stream, th)
 
 
@@ -271,14 +329,20 @@ def _stream_timeout(stream: StreamResult) -> Finding:
             category=Category.TTFT,
             severity="degraded",
             source="stream",
-            evidence=f"No first token before the stream probe timed out ({stream.error}), so TTFT",
+            evidence=later(
+                "No first token before the stream probe timed out (%(error)s), so TTFT", error=stream.error
+            ),
         )
     return Finding(
         code="stream.stalled",
         category=Category.TPS,
         severity="degraded",
         source="stream",
-        evidence=f"The stream stalled after {stream.token_events} tokens ({stream.error}), so TPS",
+        evidence=later(
+            "The stream stalled after %(tokens)s tokens (%(error)s), so TPS",
+            tokens=stream.token_events,
+            error=stream.error,
+        ),
     )
 
 
@@ -291,7 +355,11 @@ def _stream_timing(stream: StreamResult, th: Thresholds) -> list[Finding]:
                 category=Category.TTFT,
                 severity="degraded",
                 source="stream",
-                evidence=f"TTFT {stream.ttft_s:.1f} s > {th.ttfb_s:g} s in the stream probe, so TTFT",
+                evidence=later(
+                    "TTFT %(s).1f s > %(limit)g s in the stream probe, so TTFT",
+                    s=stream.ttft_s,
+                    limit=th.ttfb_s,
+                ),
             )
         )
     if (
@@ -299,15 +367,27 @@ def _stream_timing(stream: StreamResult, th: Thresholds) -> list[Finding]:
         and stream.ttft_s is not None
         and stream.total_s - stream.ttft_s > th.decode_gap_s
     ):
-        rate = f" ({stream.output_tokens_per_s:.1f} tokens/s)" if stream.output_tokens_per_s else ""
+        values = {
+            "s": stream.total_s - stream.ttft_s,
+            "limit": th.decode_gap_s,
+            "tokens": stream.completion_tokens,
+        }
+        evidence = (
+            later(
+                "Total − TTFT %(s).1f s > %(limit)g s for %(tokens)s tokens (%(rate).1f tokens/s), so TPS",
+                rate=stream.output_tokens_per_s,
+                **values,
+            )
+            if stream.output_tokens_per_s
+            else later("Total − TTFT %(s).1f s > %(limit)g s for %(tokens)s tokens, so TPS", **values)
+        )
         found.append(
             Finding(
                 code="tps.slow",
                 category=Category.TPS,
                 severity="degraded",
                 source="stream",
-                evidence=f"Total − TTFT {stream.total_s - stream.ttft_s:.1f} s > {th.decode_gap_s:g} s "
-                f"for {stream.completion_tokens} tokens{rate}, so TPS",
+                evidence=evidence,
             )
         )
     return found

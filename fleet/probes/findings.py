@@ -6,9 +6,11 @@ corrected reading of "KV cache full" (corrections #3: vLLM waits and preempts, n
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
+
+from core.i18n import Message
 
 Severity = Literal["info", "degraded", "down"]
 SEVERITY_RANK = {"down": 0, "degraded": 1, "info": 2}
@@ -74,11 +76,31 @@ class Thresholds:
 
 @dataclass(frozen=True, kw_only=True)
 class Finding:
+    """One finding. Its evidence is given as a message (core.i18n.later), read later in the
+    reader's language; it is kept as its English text in `evidence` (for the API, logs and
+    comparisons) and as the message in `message`. A plain string is kept as it is."""
+
     code: str
     category: str
     severity: Severity
-    evidence: str
+    evidence: str | Message
     source: str = ""  # readiness, phases, stream, metrics, gpu
+    message: Message | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.evidence, Message):
+            object.__setattr__(self, "message", self.evidence)
+            object.__setattr__(self, "evidence", str(self.evidence))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As stored: the English evidence, and its message (evidence_message) when it has one."""
+        stored: dict[str, Any] = {
+            "code": self.code,
+            "category": self.category,
+            "severity": self.severity,
+            "evidence": str(self.evidence),
+            "source": self.source,
+        }
+        if self.message is not None:
+            stored["evidence_message"] = self.message.to_json()
+        return stored

@@ -10,95 +10,134 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.utils.translation import gettext_noop
+
+from core.i18n import Message, later
 from fleet.nvml.base import GpuState, ThrottleReason
+from fleet.probes.evidence import joined
 from fleet.probes.findings import Category, Finding, Severity, Thresholds
 from fleet.probes.gpu import GpuProbeResult
 
 THERMAL = frozenset({ThrottleReason.SW_THERMAL, ThrottleReason.HW_THERMAL, ThrottleReason.HW_SLOWDOWN})
 
 XID_MEANINGS = {
-    13: "graphics engine exception",
-    31: "GPU memory page fault",
-    43: "GPU stopped processing",
-    45: "preemptive cleanup",
-    48: "double-bit ECC error",
-    61: "micro-controller breakpoint",
-    62: "micro-controller halt",
-    63: "ECC page retirement or row remapping",
-    64: "row remapping failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    119: "GSP RPC timeout",
-    120: "GSP error",
+    13: gettext_noop("graphics engine exception"),
+    31: gettext_noop("GPU memory page fault"),
+    43: gettext_noop("GPU stopped processing"),
+    45: gettext_noop("preemptive cleanup"),
+    48: gettext_noop("double-bit ECC error"),
+    61: gettext_noop("micro-controller breakpoint"),
+    62: gettext_noop("micro-controller halt"),
+    63: gettext_noop("ECC page retirement or row remapping"),
+    64: gettext_noop("row remapping failure"),
+    74: gettext_noop("NVLink error"),
+    79: gettext_noop("GPU has fallen off the bus"),
+    92: gettext_noop("high single-bit ECC rate"),
+    94: gettext_noop("contained ECC error"),
+    95: gettext_noop("uncontained ECC error"),
+    119: gettext_noop("GSP RPC timeout"),
+    120: gettext_noop("GSP error"),
 }
 FATAL_XIDS = frozenset({48, 62, 64, 74, 79, 95, 119, 120})
 SATURATION_COMPANIONS = frozenset({Category.TTFT, Category.QUEUE, Category.TPS})
 
 
-def _clock(g: GpuState) -> str:
-    return f"SM clock {g.sm_clock_mhz} of {g.max_sm_clock_mhz} MHz"
+def _clock(g: GpuState) -> Message:
+    return later("SM clock %(clock)s of %(most)s MHz", clock=g.sm_clock_mhz, most=g.max_sm_clock_mhz)
 
 
-def _thermal(g: GpuState, th: Thresholds) -> tuple[str, Severity, str] | None:
+def _thermal(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     reasons = [r for r in g.throttle_reasons if r in THERMAL]
     if reasons:
         return (
             "gpu.thermal",
             "degraded",
-            f"GPU {g.index}: NVML reports {', '.join(reasons)} at {g.temperature_c} °C, {_clock(g)}",
+            later(
+                "GPU %(index)s: NVML reports %(reasons)s at %(temperature)s °C, %(clock)s",
+                index=g.index,
+                reasons=", ".join(reasons),
+                temperature=g.temperature_c,
+                clock=_clock(g),
+            ),
         )
     if g.temperature_c >= th.temperature_c:
         return (
             "gpu.hot",
             "info",
-            f"GPU {g.index} at {g.temperature_c} °C ≥ {th.temperature_c:g} °C, but NVML reports "
-            "no thermal slowdown: a hint only",
+            later(
+                "GPU %(index)s at %(temperature)s °C ≥ %(limit)g °C, but NVML reports no thermal slowdown: "
+                "a hint only",
+                index=g.index,
+                temperature=g.temperature_c,
+                limit=th.temperature_c,
+            ),
         )
     return None
 
 
-def _power(g: GpuState, th: Thresholds) -> tuple[str, Severity, str] | None:
+def _power(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     if ThrottleReason.HW_POWER_BRAKE in g.throttle_reasons:
-        return "gpu.power_brake", "degraded", f"GPU {g.index}: hardware power brake slowdown, {_clock(g)}"
+        return (
+            "gpu.power_brake",
+            "degraded",
+            later("GPU %(index)s: hardware power brake slowdown, %(clock)s", index=g.index, clock=_clock(g)),
+        )
     if ThrottleReason.SW_POWER_CAP in g.throttle_reasons:
         return (
             "gpu.power_cap",
             "info",
-            f"GPU {g.index} at its power limit ({g.power_draw_w:.0f} of "
-            f"{g.power_limit_w:.0f} W), {_clock(g)}: normal under heavy load",
+            later(
+                "GPU %(index)s at its power limit (%(draw).0f of %(limit).0f W), %(clock)s: normal under "
+                "heavy load",
+                index=g.index,
+                draw=g.power_draw_w,
+                limit=g.power_limit_w,
+                clock=_clock(g),
+            ),
         )
     return None
 
 
-def _xid(g: GpuState, th: Thresholds) -> tuple[str, Severity, str] | None:
+def _xid_named(xid: int) -> Message:
+    meaning = XID_MEANINGS.get(xid)
+    said = later(meaning) if meaning else later("see NVIDIA XID catalogue")
+    return later("XID %(xid)s (%(meaning)s)", xid=xid, meaning=said)
+
+
+def _xid(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     if not g.xid_errors:
         return None
-    named = ", ".join(f"XID {x} ({XID_MEANINGS.get(x, 'see NVIDIA XID catalogue')})" for x in g.xid_errors)
+    named = joined((_xid_named(x) for x in g.xid_errors), sep=",")
     severity: Severity = "down" if FATAL_XIDS & set(g.xid_errors) else "degraded"
-    return "gpu.xid", severity, f"GPU {g.index}: {named}"
+    return "gpu.xid", severity, later("GPU %(index)s: %(named)s", index=g.index, named=named)
 
 
-def _ecc(g: GpuState, th: Thresholds) -> tuple[str, Severity, str] | None:
+def _ecc(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     if g.ecc_uncorrected_volatile <= 0:
         return None
     return (
         "gpu.ecc",
         "degraded",
-        f"GPU {g.index}: {g.ecc_uncorrected_volatile} uncorrected ECC errors since the driver loaded",
+        later(
+            "GPU %(index)s: %(count)s uncorrected ECC errors since the driver loaded",
+            index=g.index,
+            count=g.ecc_uncorrected_volatile,
+        ),
     )
 
 
-def _saturated(g: GpuState, th: Thresholds) -> tuple[str, Severity, str] | None:
+def _saturated(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     if g.sm_utilization_pct <= th.sm_utilization_pct:
         return None
     return (
         "gpu.saturated",
         "info",
-        f"GPU {g.index} SM utilization {g.sm_utilization_pct} % > {th.sm_utilization_pct:g} %, "
-        "so it is saturated",
+        later(
+            "GPU %(index)s SM utilization %(pct)s %% > %(limit)g %%, so it is saturated",
+            index=g.index,
+            pct=g.sm_utilization_pct,
+            limit=th.sm_utilization_pct,
+        ),
     )
 
 
@@ -114,10 +153,10 @@ CATEGORY_BY_CODE = {
 GPU_RULES = (_xid, _ecc, _thermal, _power, _saturated)
 
 
-def _merge(parts: list[tuple[str, Severity, str]], busy: bool) -> list[Finding]:
+def _merge(parts: list[tuple[str, Severity, Message]], busy: bool) -> list[Finding]:
     """One finding per code; the evidence of several GPUs joined, the worst severity kept."""
     order = {"down": 0, "degraded": 1, "info": 2}
-    merged: dict[str, tuple[Severity, list[str]]] = {}
+    merged: dict[str, tuple[Severity, list[Message]]] = {}
     for code, severity, text in parts:
         old_severity, texts = merged.get(code, (severity, []))
         merged[code] = (min(old_severity, severity, key=order.__getitem__), [*texts, text])
@@ -126,7 +165,7 @@ def _merge(parts: list[tuple[str, Severity, str]], busy: bool) -> list[Finding]:
             code=code,
             category=CATEGORY_BY_CODE[code],
             source="gpu",
-            evidence="; ".join(texts),
+            evidence=joined(texts, sep=";") or "",
             severity="degraded" if code == "gpu.saturated" and busy else severity,
         )
         for code, (severity, texts) in merged.items()
@@ -137,7 +176,7 @@ def gpu_findings(
     gpus: GpuProbeResult | None,
     indices: Sequence[int] | None,
     th: Thresholds,
-    numa: Sequence[str] = (),
+    numa: Sequence[Message | str] = (),
     busy: Sequence[Finding] = (),
 ) -> list[Finding]:
     """GPU findings for the instance's GPUs (all when indices is None). `busy` are the
@@ -155,7 +194,7 @@ def gpu_findings(
                 code="gpu.read_failed",
                 category=Category.PROBE_ERROR,
                 severity="info",
-                evidence=f"NVML could not be read: {gpus.error}",
+                evidence=later("NVML could not be read: %(error)s", error=gpus.error),
                 source="gpu",
             ),
         ]

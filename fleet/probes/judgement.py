@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.i18n import Message, later
 from fleet.probes.classify import Classification, classify, verdict_of
 from fleet.probes.findings import SEVERITY_RANK, Category, Finding, Thresholds
-from fleet.probes.gpu import numa_findings
+from fleet.probes.gpu import numa_messages
 from fleet.probes.outcomes import describe_exception
 from fleet.probes.parts import ProbeParts
 from fleet.probes.target import ProbeTarget
@@ -41,7 +42,7 @@ SLOW_IN_A_ROW = {"engine_tps": 1, "stream_tps": 2}
 @dataclass(frozen=True, kw_only=True)
 class Judgement:
     classification: Classification
-    numa: tuple[str, ...] = ()
+    numa: tuple[Message, ...] = ()
     baselines: Mapping[str, Any] | None = None  # updated usual figures; None: unchanged
 
 
@@ -65,7 +66,7 @@ def judge(
             category=Category.PROBE_ERROR,
             severity="degraded",
             source="classify",
-            evidence=f"the probe's rules failed: {describe_exception(exc)}",
+            evidence=later("the probe's rules failed: %(error)s", error=describe_exception(exc)),
         )
         return Judgement(classification=Classification(verdict="degraded", findings=(finding,)))
 
@@ -73,7 +74,7 @@ def judge(
 def _judge(target, parts, thresholds, instance_gpus, baselines, fresh) -> Judgement:  # noqa: ANN001
     gpus = parts.gpus
     indices = [int(g["index"]) for g in instance_gpus] or None
-    numa = tuple(numa_findings(instance_gpus=instance_gpus, reading=gpus.reading if gpus else None))
+    numa = tuple(numa_messages(instance_gpus=instance_gpus, reading=gpus.reading if gpus else None))
     base = classify(
         readiness=parts.readiness,
         phases=parts.phases,
@@ -138,19 +139,25 @@ def hung_but_healthy(parts: ProbeParts, th: Thresholds) -> Finding | None:
     if processed > 0 or (running + waiting <= 0 and not _our_requests_got_nothing(parts)):
         return None
     stream = parts.stream
-    ours = (
-        f"; the stream probe got no first token ({stream.error or stream.outcome})"
+    values = {"path": "/health", "window": d.get("window_s", 0), "running": running, "waiting": waiting}
+    evidence = (
+        later(
+            "%(path)s answers 200, but the engine processed no token in %(window).0f s with %(running)g "
+            "running and %(waiting)g waiting; the stream probe got no first token (%(error)s): the "
+            "engine is hung behind a healthy health check (restart it)",
+            error=stream.error or stream.outcome,
+            **values,
+        )
         if stream is not None and stream.outcome != "ok"
-        else ""
+        else later(
+            "%(path)s answers 200, but the engine processed no token in %(window).0f s with %(running)g "
+            "running and %(waiting)g waiting: the engine is hung behind a healthy health check "
+            "(restart it)",
+            **values,
+        )
     )
     return Finding(
-        code="engine.hung",
-        category=Category.HUNG,
-        severity="down",
-        source="metrics",
-        evidence=f"/health answers 200, but the engine processed no token in {d.get('window_s', 0):.0f} s "
-        f"with {running:g} running and {waiting:g} waiting{ours}: the engine is hung behind a "
-        "healthy health check (restart it)",
+        code="engine.hung", category=Category.HUNG, severity="down", source="metrics", evidence=evidence
     )
 
 
@@ -234,23 +241,30 @@ def tps_drop(
     usual = _usual(key, baselines) or 0.0
     throttled = [f for f in found if f.code in THROTTLING_CODES]
     cause = (
-        f"; the cause: {throttled[0].evidence}"
+        later("the cause: %(evidence)s", evidence=throttled[0].message or throttled[0].evidence)
         if throttled
-        else "; NVML shows no throttling: look at the batch size, preemptions and the context"
+        else later("NVML shows no throttling: look at the batch size, preemptions and the context")
     )
     engine = _family(key) == "engine_tps"
     where = (
-        f"the engine's inter-token latency at a batch of {key.split('@')[1]}+"
+        later("the engine's inter-token latency at a batch of %(batch)s+", batch=key.split("@")[1])
         if engine
-        else "the stream probe"
+        else later("the stream probe")
     )
     return Finding(
         code="tps.drop",
         category=Category.TPS,
         severity="degraded",
         source="metrics" if engine else "stream",
-        evidence=f"Generation at {rate:.1f} tokens/s per request against a usual {usual:.1f} "
-        f"({rate / usual - 1:+.0%}, by {where}), so TPS{cause}",
+        evidence=later(
+            "Generation at %(rate).1f tokens/s per request against a usual %(usual).1f (%(change)+.0f%%, "
+            "by %(where)s), so TPS; %(cause)s",
+            rate=rate,
+            usual=usual,
+            change=100 * (rate / usual - 1),
+            where=where,
+            cause=cause,
+        ),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from core.i18n import Message, later
 from fleet.probes.engines import dialect_for
 from fleet.probes.findings import Category, Finding, Severity, Thresholds
 from fleet.probes.scrape import ScrapeResult
@@ -19,7 +20,7 @@ from fleet.probes.target import ProbeTarget
 Rule = Callable[[Mapping[str, float], ProbeTarget, Thresholds], Finding | None]
 
 
-def _finding(code: str, category: str, evidence: str, severity: Severity = "degraded") -> Finding:
+def _finding(code: str, category: str, evidence: Message, severity: Severity = "degraded") -> Finding:
     return Finding(code=code, category=category, severity=severity, evidence=evidence, source="metrics")
 
 
@@ -28,7 +29,9 @@ def _backlog(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Fin
     if waiting is None or waiting <= th.waiting:
         return None
     return _finding(
-        "queue.backlog", Category.QUEUE, f"{waiting:g} requests waiting > {th.waiting:g}, so a backlog"
+        "queue.backlog",
+        Category.QUEUE,
+        later("%(waiting)g requests waiting > %(limit)g, so a backlog", waiting=waiting, limit=th.waiting),
     )
 
 
@@ -39,8 +42,14 @@ def _batch_full(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> 
     return _finding(
         "batch.full",
         Category.QUEUE,
-        f"{running:g} running of max_num_seqs {limit} ({running / limit:.0%} ≥ "
-        f"{th.running_fraction:.0%}), so the batch is full",
+        later(
+            "%(running)g running of max_num_seqs %(limit)s (%(share).0f%% ≥ %(threshold).0f%%), "
+            "so the batch is full",
+            running=running,
+            limit=limit,
+            share=100 * running / limit,
+            threshold=100 * th.running_fraction,
+        ),
     )
 
 
@@ -54,8 +63,12 @@ def _preemptions(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) ->
     return _finding(
         "kv.preemptions",
         Category.KV_PRESSURE,
-        f"{d['preemptions_per_s']:.2f} preemptions/s > {th.preemptions_per_s:g}: the KV cache is full "
-        "and requests are recomputed (not an OOM)",
+        later(
+            "%(rate).2f preemptions/s > %(limit)g: the KV cache is full and requests are recomputed "
+            "(not an OOM)",
+            rate=d["preemptions_per_s"],
+            limit=th.preemptions_per_s,
+        ),
     )
 
 
@@ -78,14 +91,24 @@ def _kv_usage(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Fi
         return _finding(
             "kv.pressure",
             Category.KV_PRESSURE,
-            f"KV cache {usage:.0%} used > {th.kv_cache_usage:.0%} with {waiting:g} waiting and "
-            f"{d.get('preemptions_per_s', 0.0):.2f} preemptions/s: requests wait for KV blocks",
+            later(
+                "KV cache %(usage).0f%% used > %(limit).0f%% with %(waiting)g waiting and %(rate).2f "
+                "preemptions/s: requests wait for KV blocks",
+                usage=100 * usage,
+                limit=100 * th.kv_cache_usage,
+                waiting=waiting,
+                rate=d.get("preemptions_per_s", 0.0),
+            ),
         )
     return _finding(
         "kv.high",
         Category.KV_PRESSURE,
-        f"KV cache {usage:.0%} used > {th.kv_cache_usage:.0%}, with nothing waiting and nothing "
-        "preempted: the cache is doing its job (not a fault)",
+        later(
+            "KV cache %(usage).0f%% used > %(limit).0f%%, with nothing waiting and nothing preempted: "
+            "the cache is doing its job (not a fault)",
+            usage=100 * usage,
+            limit=100 * th.kv_cache_usage,
+        ),
         "info",
     )
 
@@ -97,8 +120,12 @@ def _swap(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Findin
     return _finding(
         "kv.swap",
         Category.TPS,
-        f"KV blocks swapped to CPU (cpu_cache_usage {cpu:.0%}, {swapped:g} requests swapped), so TPS "
-        "drops (vLLM 0.7 / V0 only)",
+        later(
+            "KV blocks swapped to CPU (cpu_cache_usage %(cpu).0f%%, %(swapped)g requests swapped), so TPS "
+            "drops (vLLM 0.7 / V0 only)",
+            cpu=100 * cpu,
+            swapped=swapped,
+        ),
     )
 
 
@@ -109,7 +136,12 @@ def _ttft_p95(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Fi
     return _finding(
         "ttft_p95.high",
         Category.TTFT,
-        f"TTFT p95 {p95:.2f} s > {th.ttft_p95_s:g} s over the last {d.get('window_s', 0):.0f} s",
+        later(
+            "TTFT p95 %(p95).2f s > %(limit)g s over the last %(window).0f s",
+            p95=p95,
+            limit=th.ttft_p95_s,
+            window=d.get("window_s", 0),
+        ),
     )
 
 
@@ -120,8 +152,14 @@ def _errors(d: Mapping[str, float], target: ProbeTarget, th: Thresholds) -> Find
     return _finding(
         "requests.failing",
         Category.REQUEST_ERRORS,
-        f"{errors:.2f} of {total:.2f} requests/s ended in abort or error ({errors / total:.0%} > "
-        f"{th.error_ratio:.0%}), by request_success_total's finished_reason",
+        later(
+            "%(errors).2f of %(total).2f requests/s ended in abort or error (%(share).0f%% > %(limit).0f%%), "
+            "by request_success_total's finished_reason",
+            errors=errors,
+            total=total,
+            share=100 * errors / total,
+            limit=100 * th.error_ratio,
+        ),
     )
 
 
@@ -147,13 +185,24 @@ def scrape_findings(scrape: ScrapeResult | None) -> list[Finding]:
     if scrape is None or not scrape.supported:
         return []
     if scrape.outcome != "ok":
-        return [_finding("metrics.unavailable", Category.METRICS, f"/metrics: {scrape.error}", "info")]
+        return [
+            _finding(
+                "metrics.unavailable",
+                Category.METRICS,
+                later("%(path)s: %(error)s", path="/metrics", error=scrape.error),
+                "info",
+            )
+        ]
     if scrape.scrape is not None and scrape.scrape.empty:
         return [
             _finding(
                 "metrics.missing",
                 Category.METRICS,
-                f"/metrics has no engine series ({dialect_for(scrape.scrape.engine).no_metric_series})",
+                later(
+                    "%(path)s has no engine series (%(why)s)",
+                    path="/metrics",
+                    why=later(dialect_for(scrape.scrape.engine).no_metric_series),
+                ),
                 "info",
             )
         ]

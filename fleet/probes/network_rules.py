@@ -12,37 +12,67 @@ means a vLLM or TGI still loading. 429 never comes from vLLM or Ollama themselve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from core.i18n import Message, later
 from fleet.probes.engines import dialect_for
 from fleet.probes.findings import Category, Finding, Severity
 from fleet.probes.gpu import GpuProbeResult
 from fleet.probes.target import ProbeTarget
 
-_CONNECTION = {
-    "dns_failure": ("dns.failure", Category.NETWORK, "The DNS lookup for {base} failed: {error}"),
+# Each outcome's code, category and evidence, from the base URL, the path and the error.
+_CONNECTION: dict[str, tuple[str, Category, Callable[[str, str | Message, str], Message]]] = {
+    "dns_failure": (
+        "dns.failure",
+        Category.NETWORK,
+        lambda base, where, error: later(
+            "The DNS lookup for %(base)s failed: %(error)s", base=base, error=error
+        ),
+    ),
     "connect_timeout": (
         "connect.timeout",
         Category.CONNECT,
-        "No TCP connection to {base} in time ({error}): a firewall, routing or a dead host",
+        lambda base, where, error: later(
+            "No TCP connection to %(base)s in time (%(error)s): a firewall, routing or a dead host",
+            base=base,
+            error=error,
+        ),
     ),
-    "tls_error": ("tls.error", Category.TLS, "The TLS handshake with {base} failed: {error}"),
+    "tls_error": (
+        "tls.error",
+        Category.TLS,
+        lambda base, where, error: later(
+            "The TLS handshake with %(base)s failed: %(error)s", base=base, error=error
+        ),
+    ),
     "reset": (
         "connection.reset",
         Category.NETWORK,
-        "The connection was reset or closed on {where} before a full answer: {error}",
+        lambda base, where, error: later(
+            "The connection was reset or closed on %(where)s before a full answer: %(error)s",
+            where=where,
+            error=error,
+        ),
     ),
 }
 
 
 def _refused(
     target: ProbeTarget, gpus: GpuProbeResult | None, indices: Sequence[int] | None
-) -> tuple[str, Category, str]:
-    base = f"Connection refused on {target.base_url}: nothing listens on the port"
+) -> tuple[str, Category, Message]:
+    base = target.base_url
     dialect = dialect_for(target.engine)
     reading = gpus.reading if gpus else None
     if reading is None or not indices:
-        return "connect.refused", Category.NOT_LISTENING, f"{base}; {dialect.refused}"
+        return (
+            "connect.refused",
+            Category.NOT_LISTENING,
+            later(
+                "Connection refused on %(base)s: nothing listens on the port; %(why)s",
+                base=base,
+                why=later(dialect.refused),
+            ),
+        )
     mine = [g for g in reading.gpus if g.index in indices]
     busy = [g for g in mine if g.processes]
     if busy:
@@ -50,20 +80,31 @@ def _refused(
         return (
             "connect.refused",
             Category.NOT_LISTENING,
-            f"{base}; a process holds {held}, {dialect.refused_while_gpu_held}",
+            later(
+                "Connection refused on %(base)s: nothing listens on the port; a process holds %(held)s, "
+                "%(why)s",
+                base=base,
+                held=held,
+                why=later(dialect.refused_while_gpu_held),
+            ),
         )
     listed = ", ".join(str(i) for i in sorted(indices))
     return (
         "process.gone",
         Category.GONE,
-        f"{base}, and no process runs on its GPU {listed}: the engine is gone",
+        later(
+            "Connection refused on %(base)s: nothing listens on the port, and no process runs on its "
+            "GPU %(listed)s: the engine is gone",
+            base=base,
+            listed=listed,
+        ),
     )
 
 
 def connection_finding(
     outcome: str,
     *,
-    where: str,
+    where: str | Message,
     error: str,
     target: ProbeTarget,
     source: str,
@@ -77,48 +118,63 @@ def connection_finding(
     if outcome == "refused":
         code, category, evidence = _refused(target, gpus, indices)
     elif outcome in _CONNECTION:
-        code, category, template = _CONNECTION[outcome]
-        evidence = template.format(base=target.base_url, where=where, error=error)
+        code, category, words = _CONNECTION[outcome]
+        evidence = words(target.base_url, where, error)
     else:
         return None
     return Finding(code=code, category=category, severity=severity, evidence=evidence, source=source)
 
 
 def _via(server: str, retry_after: str) -> str:
+    """The headers that tell who answered (identifiers, shown as they came)."""
     parts = [f"Server: {server}"] if server else []
     parts += [f"Retry-After: {retry_after}"] if retry_after else []
-    return f" ({', '.join(parts)})" if parts else ""
+    return ", ".join(parts)
+
+
+def _seen(*, status: int | None, path: str | Message, error: str, via: str, why: Message) -> Message:
+    answer = error or f"HTTP {status}"
+    if via:
+        return later(
+            "%(answer)s from %(path)s (%(via)s): %(why)s", answer=answer, path=path, via=via, why=why
+        )
+    return later("%(answer)s from %(path)s: %(why)s", answer=answer, path=path, why=why)
+
+
+def _status_words(status: int | None, engine: str) -> tuple[str, Category, Message]:
+    """The code, category and meaning of an error status, in the engine dialect's words."""
+    dialect = dialect_for(engine)
+    if status == 429:
+        return "http.429", Category.HTTP_429, later(dialect.who_sent_429)
+    if status == 503:
+        return "http.503", Category.QUEUE, later(dialect.why_503)
+    if status in (401, 403):
+        return (
+            "auth.rejected",
+            Category.CLIENT,
+            later("the API key (from the inventory's variable) is missing or wrong"),
+        )
+    if status == 404:
+        return "model.not_found", Category.MODEL_MISMATCH, later("the model name or the route is wrong")
+    if status is not None and (status >= 500 or status in dialect.failed_generation_statuses):
+        return "request.failed", Category.SERVER_ERROR, later("the engine failed the request")
+    if status is not None and status < 500:
+        return "request.rejected", Category.PROBE_ERROR, later("the probe's tiny request was rejected")
+    return "request.failed", Category.PROBE_ERROR, later("an unexpected answer")
 
 
 def status_finding(
-    *, status: int | None, path: str, error: str, server: str, retry_after: str, engine: str, source: str
+    *,
+    status: int | None,
+    path: str | Message,
+    error: str,
+    server: str,
+    retry_after: str,
+    engine: str,
+    source: str,
 ) -> Finding:
     """The finding for an HTTP error status on a generation request; who sends a 429 and
     why a 503 comes are the engine dialect's words."""
-    dialect = dialect_for(engine)
-    seen = f"{error or f'HTTP {status}'} from {path}{_via(server, retry_after)}"
-
-    def make(code: str, category: str, evidence: str) -> Finding:
-        return Finding(code=code, category=category, severity="degraded", evidence=evidence, source=source)
-
-    if status == 429:
-        return make("http.429", Category.HTTP_429, f"{seen}: {dialect.who_sent_429}")
-    if status == 503:
-        return make("http.503", Category.QUEUE, f"{seen}: {dialect.why_503}")
-    if status in (401, 403):
-        return make(
-            "auth.rejected",
-            Category.CLIENT,
-            f"{seen}: the API key (from the inventory's variable) is missing or wrong",
-        )
-    if status == 404:
-        return make(
-            "model.not_found", Category.MODEL_MISMATCH, f"{seen}: the model name or the route is wrong"
-        )
-    if status is not None and (status >= 500 or status in dialect.failed_generation_statuses):
-        return make("request.failed", Category.SERVER_ERROR, f"{seen}: the engine failed the request")
-    if status is not None and status < 500:
-        return make(
-            "request.rejected", Category.PROBE_ERROR, f"{seen}: the probe's tiny request was rejected"
-        )
-    return make("request.failed", Category.PROBE_ERROR, f"{seen}: an unexpected answer")
+    code, category, why = _status_words(status, engine)
+    evidence = _seen(status=status, path=path, error=error, via=_via(server, retry_after), why=why)
+    return Finding(code=code, category=category, severity="degraded", evidence=evidence, source=source)

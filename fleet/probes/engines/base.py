@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from django.utils.translation import gettext_noop
+
 from fleet.probes.target import ProbeTarget
 
 PROMPT = "Reply with the single word: ok"
@@ -66,7 +68,7 @@ class EngineDialect:
     failed_generation_statuses: ClassVar[frozenset[int]] = frozenset()
     # The wording of findings, each a reason completing a sentence about the engine.
     refused: ClassVar[str]  # a refused port, with no GPU reading to tell more
-    refused_while_gpu_held: ClassVar[str] = "so the engine is probably still loading the model"
+    refused_while_gpu_held: ClassVar[str] = gettext_noop("so the engine is probably still loading the model")
     who_sent_429: ClassVar[str]
     why_503: ClassVar[str]
     dead_health_note: ClassVar[str] = ""  # how its /health says the engine died

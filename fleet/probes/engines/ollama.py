@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.utils.translation import gettext_noop
+
 from fleet.probes.engines.base import EngineDialect, ReadinessRoute, StreamEvent, chat_messages
 from fleet.probes.error_bodies import message_from_json
 from fleet.probes.target import ProbeTarget
@@ -52,13 +54,13 @@ class OllamaDialect(EngineDialect):
     stream_path = "/api/chat"
     stream_is_sse = False
     has_metrics = False
-    refused = "Ollama listens at once and loads models on demand, so its server is not running"
-    refused_while_gpu_held = (
+    refused = gettext_noop("Ollama listens at once and loads models on demand, so its server is not running")
+    refused_while_gpu_held = gettext_noop(
         "but Ollama listens before it loads any model, so its server is not running "
         "(something else holds that memory)"
     )
-    who_sent_429 = "Ollama does not answer 429 itself, so a gateway limited the request"
-    why_503 = "Ollama's queue is full (OLLAMA_MAX_QUEUE), or a gateway has no healthy upstream"
+    who_sent_429 = gettext_noop("Ollama does not answer 429 itself, so a gateway limited the request")
+    why_503 = gettext_noop("Ollama's queue is full (OLLAMA_MAX_QUEUE), or a gateway has no healthy upstream")
 
     def model_aliases(self, name: str) -> set[str]:
         return {name, f"{name}:latest"} if ":" not in name else {name}

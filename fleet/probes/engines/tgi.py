@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.utils.translation import gettext_noop
+
 from fleet.probes.engines.base import PROMPT, EngineDialect, ReadinessRoute, StreamEvent
 from fleet.probes.error_bodies import message_from_json
 from fleet.probes.target import ProbeTarget
@@ -50,14 +52,18 @@ class TgiDialect(EngineDialect):
     metric_prefix = "tgi_"
     dead_health_statuses = frozenset({503})
     failed_generation_statuses = frozenset({424})  # "generation": the shard failed it
-    refused = (
+    refused = gettext_noop(
         "TGI's launcher starts its router only after the shards have loaded and warmed up the model, "
         "so it is starting or gone"
     )
-    who_sent_429 = "TGI is overloaded (its --max-concurrent-requests), or a gateway limited the request"
-    why_503 = "TGI is unhealthy, or a gateway has no healthy upstream"
-    dead_health_note = "TGI answers 503 once its shard fails the health check"
-    no_metric_series = "TGI's router exports tgi_* series, so something else may answer on this port"
+    who_sent_429 = gettext_noop(
+        "TGI is overloaded (its --max-concurrent-requests), or a gateway limited the request"
+    )
+    why_503 = gettext_noop("TGI is unhealthy, or a gateway has no healthy upstream")
+    dead_health_note = gettext_noop("TGI answers 503 once its shard fails the health check")
+    no_metric_series = gettext_noop(
+        "TGI's router exports tgi_* series, so something else may answer on this port"
+    )
 
     def dead_health_status(self, version: str) -> int | None:
         return 503

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from django.utils.translation import gettext_noop
+
 from fleet.probes.engines.base import EngineDialect, ReadinessRoute, StreamEvent, chat_messages
 from fleet.probes.error_bodies import message_from_json
 from fleet.probes.target import ProbeTarget
@@ -63,14 +65,16 @@ class VllmDialect(EngineDialect):
     metric_prefix = "vllm:"
     dead_health_statuses = frozenset({500, 503})
     failed_generation_statuses = frozenset({500})  # EngineDeadError
-    refused = "vLLM binds its port only after loading the model, so it is starting or gone"
-    who_sent_429 = "vLLM itself never answers 429, so a gateway in front of it limited the request"
-    why_503 = (
+    refused = gettext_noop("vLLM binds its port only after loading the model, so it is starting or gone")
+    who_sent_429 = gettext_noop(
+        "vLLM itself never answers 429, so a gateway in front of it limited the request"
+    )
+    why_503 = gettext_noop(
         "admission control (--max-num-queued-reqs), elastic-EP scaling, "
         "or a gateway without a healthy upstream"
     )
-    dead_health_note = "vLLM answers 500 up to 0.10 and 503 from 0.11"
-    no_metric_series = "vLLM's --disable-log-stats turns them off"
+    dead_health_note = gettext_noop("vLLM answers 500 up to 0.10 and 503 from 0.11")
+    no_metric_series = gettext_noop("vLLM's --disable-log-stats turns them off")
 
     def dead_health_status(self, version: str) -> int | None:
         """500 up to 0.10, 503 from 0.11 (vllm#24897); 503 when the version is unknown."""
