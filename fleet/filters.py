@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from fleet import gpu_catalog
-from fleet.models import Engine, Gateway, GatewayKind, Gpu, GpuHost, Instance
+from fleet.models import Engine, Gateway, GatewayKind, Gpu, GpuHost, Instance, MigMode
+
+# Choices that are product names (GPU models, gateway kinds) stay as they are in any language.
+_PRODUCT_NAMES = forms.Select(attrs={"translate": "no"})
 
 
 class _SearchFilterSet(django_filters.FilterSet):
     search_fields: tuple[str, ...] = ()
 
-    q = django_filters.CharFilter(method="search", label="Search")
+    q = django_filters.CharFilter(method="search", label=_("Search"))
 
     def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         condition = Q()
@@ -27,8 +32,8 @@ class _SearchFilterSet(django_filters.FilterSet):
 
 class HostFilterSet(_SearchFilterSet):
     search_fields = ("name", "address", "datacenter", "rack", "os", "notes")
-    datacenter = django_filters.CharFilter(lookup_expr="iexact")
-    tag = django_filters.CharFilter(method="filter_tag", label="Tag")
+    datacenter = django_filters.CharFilter(lookup_expr="iexact", label=_("Datacenter"))
+    tag = django_filters.CharFilter(method="filter_tag", label=_("Tag"))
     sort = django_filters.OrderingFilter(
         fields=(
             ("name", "name"),
@@ -51,8 +56,11 @@ class HostFilterSet(_SearchFilterSet):
 
 class GpuFilterSet(_SearchFilterSet):
     search_fields = ("host__name", "uuid", "pci_bus_id", "model")
-    host = django_filters.ModelChoiceFilter(queryset=GpuHost.objects.all(), to_field_name="name")
-    model = django_filters.ChoiceFilter(choices=gpu_catalog.choices)
+    host = django_filters.ModelChoiceFilter(
+        queryset=GpuHost.objects.all(), to_field_name="name", label=_("Host")
+    )
+    model = django_filters.ChoiceFilter(choices=gpu_catalog.choices, label=_("Model"), widget=_PRODUCT_NAMES)
+    mig_mode = django_filters.ChoiceFilter(choices=MigMode.choices, label=_("MIG mode"))
     sort = django_filters.OrderingFilter(
         fields=(("host__name", "host"), ("index", "index"), ("model", "model"), ("memory_mib", "memory")),
     )
@@ -64,15 +72,17 @@ class GpuFilterSet(_SearchFilterSet):
 
 class InstanceFilterSet(_SearchFilterSet):
     search_fields = ("name", "served_model_name", "base_url", "host__name", "engine_version")
-    host = django_filters.ModelChoiceFilter(queryset=GpuHost.objects.all(), to_field_name="name")
-    engine = django_filters.ChoiceFilter(choices=Engine.choices)
+    host = django_filters.ModelChoiceFilter(
+        queryset=GpuHost.objects.all(), to_field_name="name", label=_("Host")
+    )
+    engine = django_filters.ChoiceFilter(choices=Engine.choices, label=_("Engine"))
     # A choice, not a BooleanFilter: its yes/no/"Unknown" select read as if state were unknown.
     # The values stay true/false, so API clients' ?enabled=true keeps working.
     enabled = django_filters.ChoiceFilter(
         choices=[("true", _("Enabled")), ("false", _("Disabled"))],
         empty_label=_("Any"),
         method="filter_enabled",
-        label=_("Enabled"),
+        label=pgettext_lazy("filter", "Enabled"),
     )
     sort = django_filters.OrderingFilter(
         fields=(
@@ -94,7 +104,7 @@ class InstanceFilterSet(_SearchFilterSet):
 
 class GatewayFilterSet(_SearchFilterSet):
     search_fields = ("name", "url", "notes")
-    kind = django_filters.ChoiceFilter(choices=GatewayKind.choices)
+    kind = django_filters.ChoiceFilter(choices=GatewayKind.choices, label=_("Kind"), widget=_PRODUCT_NAMES)
     sort = django_filters.OrderingFilter(fields=(("name", "name"), ("kind", "kind"), ("url", "url")))
 
     class Meta:

@@ -27,28 +27,46 @@ class CommaListField(forms.CharField):
         try:
             return [self.item_type(item) for item in items]
         except ValueError:
-            raise ValidationError("Enter a comma-separated list of numbers.", code="invalid_list") from None
+            raise ValidationError(
+                _("Enter a comma-separated list of numbers."), code="invalid_list"
+            ) from None
 
 
 class HostForm(forms.ModelForm):
-    tags = CommaListField(help_text="Comma-separated, like prod, a100, team-search.")
+    tags = CommaListField(label=_("Tags"), help_text=_("Comma-separated, like prod, a100, team-search."))
 
     class Meta:
         model = GpuHost
         fields = GpuHost.EDITABLE_FIELDS
-        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3, "translate": "no"})}
+        # Fields whose model has no verbose name of its own (a label there would be a migration).
+        labels = {
+            "name": _("Name"),
+            "address": _("Address"),
+            "datacenter": _("Datacenter"),
+            "rack": _("Rack"),
+            "driver_version": _("Driver version"),
+            "notes": _("Notes"),
+        }
 
 
 class GpuForm(forms.ModelForm):
     nvlink_peers = CommaListField(
         item_type=int,
-        label="NVLink peers",
-        help_text="Indexes of the GPUs this one has NVLink to, like 1, 2, 3.",
+        label=_("NVLink peers"),
+        help_text=_("Indexes of the GPUs this one has NVLink to, like 1, 2, 3."),
     )
 
     class Meta:
         model = Gpu
         fields = Gpu.EDITABLE_FIELDS
+        labels = {
+            "host": _("Host"),
+            "index": _("Index"),
+            "model": _("Model"),
+            "form_factor": _("Form factor"),
+        }
+        widgets = {"model": forms.Select(attrs={"translate": "no"})}  # product names
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -69,21 +87,32 @@ class InstanceForm(forms.ModelForm):
         fields = Instance.EDITABLE_FIELDS
         widgets = {
             "gpus": forms.SelectMultiple(attrs={"size": 6}),
-            "extra_args": forms.Textarea(attrs={"rows": 2}),
+            "extra_args": forms.Textarea(attrs={"rows": 2, "translate": "no"}),
             "gpu_memory_utilization": forms.NumberInput(attrs={"step": "0.01"}),
+            # The options are the flags' own values (auto, bfloat16, fp8...): identifiers.
+            "dtype": forms.Select(attrs={"translate": "no"}),
+            "quantization": forms.Select(attrs={"translate": "no"}),
+            "kv_cache_dtype": forms.Select(attrs={"translate": "no"}),
         }
 
         labels = {
-            "tensor_parallel_size": "Tensor parallel size (--tensor-parallel-size)",
-            "pipeline_parallel_size": "Pipeline parallel size (--pipeline-parallel-size)",
-            "max_model_len": "Max model length (--max-model-len)",
-            "gpu_memory_utilization": "GPU memory utilization (--gpu-memory-utilization)",
-            "max_num_seqs": "Max sequences (--max-num-seqs)",
-            "max_num_batched_tokens": "Max batched tokens (--max-num-batched-tokens)",
-            "dtype": "dtype (--dtype)",
-            "quantization": "Quantization (--quantization)",
-            "kv_cache_dtype": "KV cache dtype (--kv-cache-dtype)",
-            "enable_prefix_caching": "Prefix caching",
+            "name": _("Name"),
+            "host": _("Host"),
+            "engine": _("Engine"),
+            "engine_version": _("Engine version"),
+            "served_model_name": _("Served model name"),
+            "enabled": _("Enabled"),
+            "tensor_parallel_size": _("Tensor parallel size (--tensor-parallel-size)"),
+            "pipeline_parallel_size": _("Pipeline parallel size (--pipeline-parallel-size)"),
+            "max_model_len": _("Max model length (--max-model-len)"),
+            "gpu_memory_utilization": _("GPU memory utilization (--gpu-memory-utilization)"),
+            "max_num_seqs": _("Max sequences (--max-num-seqs)"),
+            "max_num_batched_tokens": _("Max batched tokens (--max-num-batched-tokens)"),
+            "dtype": _("dtype (--dtype)"),
+            "quantization": _("Quantization (--quantization)"),
+            "kv_cache_dtype": _("KV cache dtype (--kv-cache-dtype)"),
+            "enable_prefix_caching": _("Prefix caching"),
+            "extra_args": _("Extra args"),
         }
 
     def __init__(self, *args, **kwargs):
@@ -98,7 +127,7 @@ class InstanceForm(forms.ModelForm):
             gpus = Gpu.objects.none()
         self.fields["gpus"].queryset = gpus.select_related("host")
         self.fields["gpus"].help_text = (
-            "As many as tensor x pipeline parallel size." if host_id else "Choose the host first."
+            _("As many as tensor x pipeline parallel size.") if host_id else _("Choose the host first.")
         )
 
     def _post_clean(self):
@@ -137,34 +166,40 @@ class GatewayForm(forms.ModelForm):
         model = Gateway
         fields = Gateway.EDITABLE_FIELDS
         widgets = {
+            "kind": forms.Select(attrs={"translate": "no"}),  # product names
             "instances": forms.SelectMultiple(attrs={"size": 6}),
-            "notes": forms.Textarea(attrs={"rows": 3}),
+            "notes": forms.Textarea(attrs={"rows": 3, "translate": "no"}),
         }
+        labels = {"name": _("Name"), "kind": _("Kind"), "instances": _("Instances"), "notes": _("Notes")}
 
 
 class ImportForm(forms.Form):
     MAX_BYTES = 5 * 1024 * 1024
 
-    file = forms.FileField(required=False, help_text="A .yaml, .yml or .csv inventory file.")
+    file = forms.FileField(
+        required=False, label=_("File"), help_text=_("A .yaml, .yml or .csv inventory file.")
+    )
     text = forms.CharField(
         required=False,
-        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
-        label="Or paste",
-        help_text="YAML or CSV, as exported.",
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false", "translate": "no"}),
+        label=_("Or paste"),
+        help_text=_("YAML or CSV, as exported."),
     )
-    format = forms.ChoiceField(choices=[("auto", "Detect"), ("yaml", "YAML"), ("csv", "CSV")], initial="auto")
+    format = forms.ChoiceField(
+        choices=[("auto", _("Detect")), ("yaml", "YAML"), ("csv", "CSV")], initial="auto", label=_("Format")
+    )
 
     def clean(self):
         cleaned = super().clean()
         upload = cleaned.get("file")
         if upload:
             if upload.size > self.MAX_BYTES:
-                raise ValidationError("The file is larger than 5 MB.")
+                raise ValidationError(_("The file is larger than 5 MB."))
             try:
                 cleaned["text"] = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:
-                raise ValidationError("The file is not UTF-8 text.") from None
+                raise ValidationError(_("The file is not UTF-8 text.")) from None
             cleaned["filename"] = upload.name
         elif not (cleaned.get("text") or "").strip():
-            raise ValidationError("Choose a file or paste the inventory.")
+            raise ValidationError(_("Choose a file or paste the inventory."))
         return cleaned

@@ -7,36 +7,39 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator, URLValidator
+from django.utils.translation import gettext_lazy as _
 
 NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,61}[a-z0-9])?$")
 HOSTNAME_LABEL_RE = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$", re.IGNORECASE)
 
 validate_name = RegexValidator(
     NAME_RE,
-    "Use 1-63 lowercase letters, digits, dots, dashes or underscores, "
-    "starting and ending with a letter or digit.",
+    _(
+        "Use 1-63 lowercase letters, digits, dots, dashes or underscores, "
+        "starting and ending with a letter or digit."
+    ),
     code="invalid_name",
 )
 
 validate_env_var_name = RegexValidator(
     r"^[A-Z_][A-Z0-9_]*$",
-    "Give the name of an environment variable (like VLLM_API_KEY), never the key itself.",
+    _("Give the name of an environment variable (like VLLM_API_KEY), never the key itself."),
     code="invalid_env_var",
 )
 
 validate_gpu_uuid = RegexValidator(
     r"^(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
-    "Use the UUID that nvidia-smi -L prints, like GPU-5fd4c6e2-8f1b-4c1e-9a3d-2b7e0c9d1a44.",
+    _("Use the UUID that nvidia-smi -L prints, like GPU-5fd4c6e2-8f1b-4c1e-9a3d-2b7e0c9d1a44."),
     code="invalid_gpu_uuid",
 )
 
 validate_pci_bus_id = RegexValidator(
     r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$",
-    "Use the PCI bus id as nvidia-smi prints it, like 00000000:17:00.0.",
+    _("Use the PCI bus id as nvidia-smi prints it, like 00000000:17:00.0."),
     code="invalid_pci_bus_id",
 )
 
-validate_http_url = URLValidator(schemes=["http", "https"], message="Enter an http:// or https:// URL.")
+validate_http_url = URLValidator(schemes=["http", "https"], message=_("Enter an http:// or https:// URL."))
 
 
 def validate_address(value: str) -> None:
@@ -50,6 +53,6 @@ def validate_address(value: str) -> None:
     labels = candidate.rstrip(".").split(".")
     if len(candidate) > 253 or not all(HOSTNAME_LABEL_RE.match(label) for label in labels):
         raise ValidationError(
-            "Enter an IP address or a host name, without scheme or port.",
+            _("Enter an IP address or a host name, without scheme or port."),
             code="invalid_address",
         )

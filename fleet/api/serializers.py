@@ -46,7 +46,7 @@ class _FullCleanSerializer(serializers.ModelSerializer):
         if isinstance(data, Mapping):
             unknown = sorted(set(data) - set(self.fields) - _FORM_ONLY_KEYS)
             if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+                raise serializers.ValidationError({name: [_("Unknown field.")] for name in unknown})
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -252,12 +252,16 @@ class InstanceSerializer(_FullCleanSerializer):
         candidate.clean_gpus(gpus)
 
 
+def _listed(indexes: list[int]) -> str:
+    return ", ".join(map(str, indexes))
+
+
 def gpus_by_index(*, host: GpuHost, indexes: list[int]) -> list[Gpu]:
     """The host's GPUs with these indexes; each index must be listed once and exist on the host."""
     repeated = sorted({i for i in indexes if indexes.count(i) > 1})
     if repeated:
         raise DjangoValidationError(
-            {"gpus": f"GPU index {', '.join(map(str, repeated))} listed more than once."}
+            {"gpus": _("GPU index %(indexes)s listed more than once.") % {"indexes": _listed(repeated)}}
         )
     found = {
         gpu.index: gpu for gpu in Gpu.objects.filter(host=host, index__in=indexes).select_related("host")
@@ -265,7 +269,10 @@ def gpus_by_index(*, host: GpuHost, indexes: list[int]) -> list[Gpu]:
     missing = [i for i in indexes if i not in found]
     if missing:
         raise DjangoValidationError(
-            {"gpus": f"Host {host.name} has no GPU with index {', '.join(map(str, missing))}."}
+            {
+                "gpus": _("Host %(host)s has no GPU with index %(indexes)s.")
+                % {"host": host.name, "indexes": _listed(missing)}
+            }
         )
     return [found[i] for i in sorted(indexes)]
 
@@ -305,7 +312,9 @@ class SamplesQuerySerializer(serializers.Serializer):
         asked = {name.strip() for name in value.split(",") if name.strip()}
         unknown = sorted(asked - NAMES)
         if unknown:
-            raise serializers.ValidationError(f"Unknown series: {', '.join(unknown)}.")
+            raise serializers.ValidationError(
+                _("Unknown series: %(series)s.") % {"series": ", ".join(unknown)}
+            )
         return [s.name for s in SERIES if not asked or s.name in asked]
 
 

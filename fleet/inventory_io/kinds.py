@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 
@@ -33,8 +35,14 @@ class KindHandler:
         return None, []
 
 
+_MISSING = {
+    "host": _("No host named %(name)s in the file or the database (or it has errors)."),
+    "instance": _("No instance named %(name)s in the file or the database (or it has errors)."),
+}
+
+
 def _missing(kind: str, name: Any) -> str:
-    return f"No {kind} named {name} in the file or the database (or it has errors)."
+    return _MISSING[kind] % {"name": name}
 
 
 class _OnAHost(KindHandler):
@@ -44,7 +52,7 @@ class _OnAHost(KindHandler):
         if "host" in skip:
             return []
         if "host" not in values:
-            return [] if obj.host_id else [("host", "Give the name of the host.")]
+            return [] if obj.host_id else [("host", gettext("Give the name of the host."))]
         host = GpuHost.objects.filter(name=values["host"]).first()
         if host is None:
             return [("host", _missing("host", values["host"]))]
@@ -80,8 +88,11 @@ class InstanceHandler(_OnAHost):
         gpus = list(Gpu.objects.filter(host=obj.host, index__in=wanted).order_by("index"))
         absent = sorted(set(wanted) - {g.index for g in gpus})
         if absent:
-            listed = ", ".join(str(i) for i in absent)
-            return None, [("gpus", f"Host {obj.host.name} has no GPU with index {listed}.")]
+            message = gettext("Host %(host)s has no GPU with index %(indexes)s.") % {
+                "host": obj.host.name,
+                "indexes": ", ".join(str(i) for i in absent),
+            }
+            return None, [("gpus", message)]
         return gpus, _gpu_problems(obj, gpus)
 
 

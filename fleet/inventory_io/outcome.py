@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.inventory_io.records import Record
+from django.utils.translation import gettext
+
+from fleet.inventory_io.records import KIND_NOUNS, Record
 
 ACTIONS = ("create", "update", "unchanged")
 _SIGNS = {"create": "+", "update": "~", "unchanged": "="}
@@ -22,9 +24,14 @@ class ImportError_:  # the underscore keeps it apart from the builtin ImportErro
     key: str = ""
     field: str = ""
 
+    @property
+    def place(self) -> str:
+        """Where in the file, as it names things: kind and natural key, then the field."""
+        return ": ".join(part for part in (f"{self.kind} {self.key}".strip(), self.field) if part)
+
     def __str__(self) -> str:
-        where = [f"line {self.line}" if self.line else "", f"{self.kind} {self.key}".strip(), self.field]
-        return ": ".join([part for part in where if part] + [self.message])
+        line = gettext("line %(line)s") % {"line": self.line} if self.line else ""
+        return ": ".join([part for part in (line, self.place) if part] + [str(self.message)])
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,10 @@ class PlannedChange:
     action: str
     diff: dict[str, list[Any]] = field(default_factory=dict)
     line: int | None = None
+
+    @property
+    def kind_noun(self) -> str:
+        return str(KIND_NOUNS.get(self.kind, self.kind))
 
     def __str__(self) -> str:
         head = f"{_SIGNS[self.action]} {self.action} {self.kind} {self.key}"

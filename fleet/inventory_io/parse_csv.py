@@ -11,8 +11,10 @@ import csv
 import io
 from collections.abc import Iterator
 
+from django.utils.translation import gettext
+
 from fleet.inventory_io.outcome import ImportError_
-from fleet.inventory_io.records import CSV_COLUMNS, KINDS, LIST_FIELDS, Record, csv_columns
+from fleet.inventory_io.records import CSV_COLUMNS, KIND_NOUNS, KINDS, LIST_FIELDS, Record, csv_columns
 
 _ALL_COLUMNS = frozenset(CSV_COLUMNS)
 _KIND_LIST = ", ".join(KINDS)
@@ -41,33 +43,33 @@ def _rows(text: str, errors: list[ImportError_]) -> Iterator[Row]:
                 yield start, cells
             start = reader.line_num + 1
     except csv.Error as exc:
-        errors.append(ImportError_(f"Malformed CSV: {exc}.", line=start))
+        errors.append(ImportError_(gettext("Malformed CSV: %(error)s.") % {"error": exc}, line=start))
 
 
 def _header_errors(columns: list[str], line: int) -> Iterator[ImportError_]:
     if "kind" not in columns:
-        yield ImportError_("The header has no kind column.", line=line)
+        yield ImportError_(gettext("The header has no kind column."), line=line)
     seen: set[str] = set()
     for column in columns:
         if column in seen:
-            yield ImportError_("Duplicate column.", line=line, field=column)
+            yield ImportError_(gettext("Duplicate column."), line=line, field=column)
         elif column not in _ALL_COLUMNS:
-            yield ImportError_("Unknown column.", line=line, field=column)
+            yield ImportError_(gettext("Unknown column."), line=line, field=column)
         seen.add(column)
 
 
 def _record(columns: list[str], row: Row, errors: list[ImportError_]) -> Record | None:
     line, cells = row
     if len(cells) > len(columns):
-        errors.append(
-            ImportError_(f"The row has {len(cells)} cells but the header has {len(columns)}.", line=line)
-        )
+        message = gettext("The row has %(cells)d cells but the header has %(columns)d.")
+        errors.append(ImportError_(message % {"cells": len(cells), "columns": len(columns)}, line=line))
         return None
     cells = [cell.strip() for cell in cells] + [""] * (len(columns) - len(cells))
     by_column = dict(zip(columns, cells, strict=True))
     kind = by_column.get("kind", "").lower()
     if kind not in KINDS:
-        errors.append(ImportError_(f"Unknown kind {kind!r}; use {_KIND_LIST}.", line=line, field="kind"))
+        message = gettext("Unknown kind %(kind)s; use %(kinds)s.") % {"kind": repr(kind), "kinds": _KIND_LIST}
+        errors.append(ImportError_(message, line=line, field="kind"))
         return None
     return _fill(Record(kind=kind, line=line), by_column, errors)
 
@@ -81,7 +83,7 @@ def _fill(record: Record, by_column: dict[str, str], errors: list[ImportError_])
         if cell and column not in own and column in _ALL_COLUMNS - {"kind"}:
             errors.append(
                 ImportError_(
-                    f"A {record.kind} has no such field.",
+                    gettext("A %(kind)s has no such field.") % {"kind": KIND_NOUNS[record.kind]},
                     line=record.line,
                     kind=record.kind,
                     key=record.key,

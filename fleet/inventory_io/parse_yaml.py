@@ -10,9 +10,10 @@ from collections.abc import Hashable
 from typing import Any
 
 import yaml
+from django.utils.translation import gettext
 
 from fleet.inventory_io.outcome import ImportError_
-from fleet.inventory_io.records import FIELDS, PLURALS, Record
+from fleet.inventory_io.records import FIELDS, KIND_NOUNS, PLURALS, Record
 
 _SECTIONS = ", ".join(PLURALS)
 
@@ -44,7 +45,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMappi
             )
         line = key_node.start_mark.line + 1
         if key in key_lines:
-            message = f"Duplicate key (first given on line {key_lines[key]})."
+            message = gettext("Duplicate key (first given on line %(line)s).") % {"line": key_lines[key]}
             loader.problems.append(ImportError_(message, line=line, field=str(key)))
         items[key] = loader.construct_object(value_node, deep=True)
         key_lines[key] = line
@@ -70,20 +71,27 @@ def parse_yaml(*, text: str) -> tuple[list[Record], list[ImportError_]]:
 def _syntax_error(exc: yaml.YAMLError) -> ImportError_:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
-    return ImportError_(f"Malformed YAML: {problem}.", line=mark.line + 1 if mark else None)
+    return ImportError_(
+        gettext("Malformed YAML: %(problem)s.") % {"problem": problem}, line=mark.line + 1 if mark else None
+    )
 
 
 def _document_records(document: Any) -> tuple[list[Record], list[ImportError_]]:
     if document is None:
         return [], []
     if not isinstance(document, LineMapping):
-        return [], [ImportError_(f"The file must be a mapping of {_SECTIONS}.", line=1)]
+        return [], [
+            ImportError_(
+                gettext("The file must be a mapping of %(sections)s.") % {"sections": _SECTIONS}, line=1
+            )
+        ]
     records: list[Record] = []
     errors: list[ImportError_] = []
     for section, items in document.items():
         line = document.key_lines[section]
         if section not in PLURALS:
-            errors.append(ImportError_(f"Unknown section; use {_SECTIONS}.", line=line, field=str(section)))
+            message = gettext("Unknown section; use %(sections)s.") % {"sections": _SECTIONS}
+            errors.append(ImportError_(message, line=line, field=str(section)))
             continue
         _read_section(PLURALS[section], items, line, records, errors)
     return records, errors
@@ -95,11 +103,12 @@ def _read_section(
     if items is None:
         return
     if not isinstance(items, list):
-        errors.append(ImportError_("Give a list of mappings.", line=line, field=f"{kind}s"))
+        errors.append(ImportError_(gettext("Give a list of mappings."), line=line, field=f"{kind}s"))
         return
     for number, item in enumerate(items, start=1):
         if not isinstance(item, LineMapping):
-            errors.append(ImportError_(f"Item {number} is not a mapping.", line=line, field=f"{kind}s"))
+            message = gettext("Item %(number)d is not a mapping.") % {"number": number}
+            errors.append(ImportError_(message, line=line, field=f"{kind}s"))
             continue
         records.append(_record(kind, item, errors))
 
@@ -113,7 +122,7 @@ def _record(kind: str, item: LineMapping, errors: list[ImportError_]) -> Record:
         if name not in FIELDS[kind]:
             errors.append(
                 ImportError_(
-                    f"Unknown field for a {kind}.",
+                    gettext("Unknown field for a %(kind)s.") % {"kind": KIND_NOUNS[kind]},
                     line=item.key_lines[name],
                     kind=kind,
                     key=record.key,

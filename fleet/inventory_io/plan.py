@@ -7,12 +7,13 @@ All errors are collected, each with its line, so one pass shows everything to fi
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from fleet import sharing
 from fleet.inventory_io.outcome import ImportError_, ImportPlan, PlannedChange
 from fleet.inventory_io.parse_csv import parse_csv
 from fleet.inventory_io.parse_yaml import parse_yaml
-from fleet.inventory_io.records import Record
+from fleet.inventory_io.records import KIND_NOUNS, Record
 from fleet.inventory_io.staging import stage_records
 from fleet.models import Instance
 
@@ -26,7 +27,9 @@ def detect_format(filename: str) -> str:
     for extension, fmt in _EXTENSIONS.items():
         if filename.lower().endswith(extension):
             return fmt
-    raise ValueError(f"Cannot tell the format of {filename!r}: name it .yaml, .yml or .csv.")
+    raise ValueError(
+        gettext("Cannot tell the format of %(name)s: name it .yaml, .yml or .csv.") % {"name": repr(filename)}
+    )
 
 
 def plan_import(*, text: str, fmt: str) -> ImportPlan:
@@ -35,7 +38,10 @@ def plan_import(*, text: str, fmt: str) -> ImportPlan:
         raise ValueError(f"Unknown format {fmt!r}; use yaml or csv.")
     size = len(text.encode())
     if size > MAX_BYTES:
-        message = f"The input is {size / 2**20:.1f} MB; the limit is {MAX_BYTES // 2**20} MB."
+        message = gettext("The input is %(size).1f MB; the limit is %(limit)d MB.") % {
+            "size": size / 2**20,
+            "limit": MAX_BYTES // 2**20,
+        }
         return ImportPlan(errors=[ImportError_(message)])
     records, errors = _parse(text.removeprefix("\ufeff"), fmt)
     records, duplicates = _without_duplicates(records)
@@ -76,7 +82,8 @@ def _without_duplicates(records: list[Record]) -> tuple[list[Record], list[Impor
         if natural in first_line:
             errors.append(
                 ImportError_(
-                    f"Duplicate {record.kind} (first given on line {first_line[natural]}).",
+                    gettext("Duplicate %(kind)s (first given on line %(line)s).")
+                    % {"kind": KIND_NOUNS[record.kind], "line": first_line[natural]},
                     line=record.line,
                     kind=record.kind,
                     key=record.key,

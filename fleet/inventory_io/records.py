@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import models
+from django.utils.translation import pgettext_lazy
 
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 
@@ -21,6 +22,13 @@ KINDS: dict[str, type[models.Model]] = {
     "gateway": Gateway,
 }
 PLURALS = {"hosts": "host", "gpus": "gpu", "instances": "instance", "gateways": "gateway"}
+# Each kind as the messages and the dry run name it (in English, as the file writes it).
+KIND_NOUNS = {
+    "host": pgettext_lazy("inventory kind", "host"),
+    "gpu": pgettext_lazy("inventory kind", "gpu"),
+    "instance": pgettext_lazy("inventory kind", "instance"),
+    "gateway": pgettext_lazy("inventory kind", "gateway"),
+}
 LIST_FIELDS = frozenset({"tags", "nvlink_peers", "gpus", "instances"})
 _SKIPPED = frozenset({"id", "created_at", "updated_at"})
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import DatabaseError, models, transaction
+from django.utils.translation import gettext
 
 from fleet import change_tracking
 from fleet.inventory_io.kinds import HANDLERS, KindHandler, Problems
@@ -131,7 +132,7 @@ def _save(obj: models.Model, related: _Related) -> Problems:
             if related.targets is not None:
                 getattr(obj, related.field).set(related.targets)
     except DatabaseError as exc:
-        return [(NON_FIELD_ERRORS, f"The database refused it: {exc}".strip())]
+        return [(NON_FIELD_ERRORS, (gettext("The database refused it: %(error)s") % {"error": exc}).strip())]
     return []
 
 

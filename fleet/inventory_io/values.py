@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext
 
 from fleet.inventory_io.records import KINDS
 
@@ -41,26 +42,30 @@ def _as_list(raw: Any) -> list[Any]:
     if raw is None or raw == "":
         return []
     if not isinstance(raw, list):
-        raise ValidationError("Give a list.")
+        raise ValidationError(gettext("Give a list."))
     return raw
 
 
 def _list_item(item: Any, kind: type) -> Any:
     if kind is int:
         if isinstance(item, bool) or not isinstance(item, int | str):
-            raise ValidationError(f"{item!r} is not a whole number.")
+            raise ValidationError(_not_a_whole_number(item))
         try:
             return int(item)
         except ValueError:
-            raise ValidationError(f"{item!r} is not a whole number.") from None
+            raise ValidationError(_not_a_whole_number(item)) from None
     if not isinstance(item, str | int) or isinstance(item, bool):
-        raise ValidationError(f"{item!r} is not text.")
+        raise ValidationError(gettext("%(value)s is not text.") % {"value": repr(item)})
     return str(item)
+
+
+def _not_a_whole_number(item: Any) -> str:
+    return gettext("%(value)s is not a whole number.") % {"value": repr(item)}
 
 
 def _host_name(raw: Any) -> str:
     if not isinstance(raw, str) or not raw.strip():
-        raise ValidationError("Give the name of the host.")
+        raise ValidationError(gettext("Give the name of the host."))
     return raw.strip()
 
 
@@ -70,7 +75,7 @@ def _boolean(raw: Any) -> bool:
     text = str(raw).strip().lower()
     if text in _TRUE | _FALSE:
         return text in _TRUE
-    raise ValidationError(f"{raw!r} is not true or false.")
+    raise ValidationError(gettext("%(value)s is not true or false.") % {"value": repr(raw)})
 
 
 def _number(field: models.Field, raw: Any) -> Any:
@@ -78,11 +83,12 @@ def _number(field: models.Field, raw: Any) -> Any:
     if isinstance(raw, bool) or (
         isinstance(field, models.IntegerField) and isinstance(raw, float) and not integral
     ):
-        raise ValidationError(f"{raw!r} is not a valid {field.description.lower()}.")
+        message = gettext("%(value)s is not a valid %(type)s.")
+        raise ValidationError(message % {"value": repr(raw), "type": str(field.description).lower()})
     return field.to_python(raw)
 
 
 def _text(raw: Any) -> str:
     if isinstance(raw, bool | float) or not isinstance(raw, str | int):
-        raise ValidationError(f"Write {raw!r} as quoted text.")
+        raise ValidationError(gettext("Write %(value)s as quoted text.") % {"value": repr(raw)})
     return str(raw)

@@ -7,9 +7,9 @@ from django.utils.translation import gettext_lazy as _
 
 
 class ChangeAction(models.TextChoices):
-    CREATE = "create", "created"
-    UPDATE = "update", "updated"
-    DELETE = "delete", "deleted"
+    CREATE = "create", _("created")
+    UPDATE = "update", _("updated")
+    DELETE = "delete", _("deleted")
 
 
 class ChangeLogEntryQuerySet(models.QuerySet["ChangeLogEntry"]):
@@ -31,8 +31,8 @@ class ChangeLogEntry(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(max_length=150, help_text="Kept when the user is deleted.")
-    source = models.CharField(max_length=16, default="web", help_text="web, api, import or cli.")
+    actor_name = models.CharField(max_length=150, help_text=_("Kept when the user is deleted."))
+    source = models.CharField(max_length=16, default="web", help_text=_("web, api, import or cli."))
     changes = models.JSONField(default=dict)
     timestamp = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -40,7 +40,7 @@ class ChangeLogEntry(models.Model):
 
     class Meta:
         ordering = ["-timestamp", "-id"]
-        verbose_name_plural = "change log entries"
+        verbose_name_plural = _("change log entries")
         indexes = [models.Index(fields=["content_type", "object_id"], name="fleet_changelog_object")]
 
     def __str__(self) -> str:

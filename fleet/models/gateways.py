@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 from fleet.models.instances import Instance
 from fleet.validators import validate_http_url, validate_name
@@ -26,10 +27,10 @@ class Gateway(models.Model):
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     kind = models.CharField(max_length=16, choices=GatewayKind.choices, default=GatewayKind.NGINX)
     url = models.CharField(
-        "URL",
+        _("URL"),
         max_length=300,
         validators=[validate_http_url],
-        help_text="The URL clients call, like https://llm.example.com.",
+        help_text=_("The URL clients call, like https://llm.example.com."),
     )
     instances = models.ManyToManyField(Instance, blank=True, related_name="gateways")
     notes = models.TextField(blank=True)

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from fleet import gpu_catalog
@@ -20,9 +21,9 @@ class GpuHostQuerySet(models.QuerySet["GpuHost"]):
 
 
 class GpuTelemetry(models.TextChoices):
-    OFF = "off", "none"
-    SIMULATED = "simulated", "fleet simulator"
-    NVML = "nvml", "NVML on the host (worker on that host)"
+    OFF = "off", _("none")
+    SIMULATED = "simulated", _("fleet simulator")
+    NVML = "nvml", _("NVML on the host (worker on that host)")
 
 
 class GpuHost(models.Model):
@@ -47,35 +48,35 @@ class GpuHost(models.Model):
     address = models.CharField(
         max_length=253,
         validators=[validate_address],
-        help_text="IP address or DNS name the console reaches the host on.",
+        help_text=_("IP address or DNS name the console reaches the host on."),
     )
     datacenter = models.CharField(max_length=63, blank=True)
     rack = models.CharField(max_length=63, blank=True)
-    tags = models.JSONField(default=list, blank=True, help_text="Free-form labels.")
+    tags = models.JSONField(default=list, blank=True, help_text=_("Free-form labels."))
     cpu_cores = models.PositiveIntegerField(
         _("CPU cores"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(4096)]
     )
     ram_gb = models.PositiveIntegerField(
-        "RAM (GB)", null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
+        _("RAM (GB)"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
     )
     numa_nodes = models.PositiveSmallIntegerField(
-        "NUMA nodes", default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
+        _("NUMA nodes"), default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
     )
-    os = models.CharField("OS", max_length=100, blank=True)
+    os = models.CharField(_("OS"), max_length=100, blank=True)
     driver_version = models.CharField(max_length=32, blank=True)
-    cuda_version = models.CharField("CUDA version", max_length=16, blank=True)
+    cuda_version = models.CharField(_("CUDA version"), max_length=16, blank=True)
     gpu_telemetry = models.CharField(
-        "GPU telemetry",
+        _("GPU telemetry"),
         max_length=10,
         choices=GpuTelemetry.choices,
         default=GpuTelemetry.OFF,
-        help_text="Where the GPU probe reads NVML state from.",
+        help_text=_("Where the GPU probe reads NVML state from."),
     )
     notes = models.TextField(blank=True)
     drill = models.BooleanField(
         default=False,
         editable=False,
-        help_text="A scratch host made by a drill: the schedules and the overview leave it out.",
+        help_text=_("A scratch host made by a drill: the schedules and the overview leave it out."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -84,7 +85,7 @@ class GpuHost(models.Model):
 
     class Meta:
         ordering = ["name"]
-        verbose_name = "GPU host"
+        verbose_name = _("GPU host")
 
     def __str__(self) -> str:
         return self.name
@@ -94,14 +95,14 @@ class GpuHost(models.Model):
 
     def clean(self) -> None:
         if not isinstance(self.tags, list) or not all(isinstance(t, str) for t in self.tags):
-            raise ValidationError({"tags": "Tags must be a list of strings."})
+            raise ValidationError({"tags": gettext("Tags must be a list of strings.")})
         self.tags = sorted({t.strip() for t in self.tags if t.strip()})
 
 
 class MigMode(models.TextChoices):
-    DISABLED = "disabled", "Disabled"
-    ENABLED = "enabled", "Enabled"
-    UNSUPPORTED = "unsupported", "Not supported"
+    DISABLED = "disabled", _("Disabled")
+    ENABLED = "enabled", _("Enabled")
+    UNSUPPORTED = "unsupported", _("Not supported")
 
 
 class Gpu(models.Model):
@@ -121,38 +122,40 @@ class Gpu(models.Model):
 
     host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="gpus")
     index = models.PositiveSmallIntegerField(validators=[MaxValueValidator(63)])
-    uuid = models.CharField("UUID", max_length=64, blank=True, validators=[validate_gpu_uuid])
+    uuid = models.CharField(_("UUID"), max_length=64, blank=True, validators=[validate_gpu_uuid])
     model = models.CharField(max_length=32, choices=gpu_catalog.choices)
     form_factor = models.CharField(max_length=8, choices=FORM_FACTOR_CHOICES)
     memory_mib = models.PositiveIntegerField(
-        "memory (MiB)", blank=True, help_text="Blank: the catalogue's figure for the model."
+        _("memory (MiB)"), blank=True, help_text=_("Blank: the catalogue's figure for the model.")
     )
-    numa_node = models.PositiveSmallIntegerField("NUMA node", null=True, blank=True)
+    numa_node = models.PositiveSmallIntegerField(_("NUMA node"), null=True, blank=True)
     pci_bus_id = models.CharField(
         _("PCI bus ID"), max_length=16, blank=True, validators=[validate_pci_bus_id]
     )
     nvlink_peers = models.JSONField(
-        "NVLink peers",
+        _("NVLink peers"),
         default=list,
         blank=True,
-        help_text="Indexes of the GPUs on the same host this one has NVLink to.",
+        help_text=_("Indexes of the GPUs on the same host this one has NVLink to."),
     )
-    mig_mode = models.CharField("MIG mode", max_length=12, choices=MigMode.choices, default=MigMode.DISABLED)
+    mig_mode = models.CharField(
+        _("MIG mode"), max_length=12, choices=MigMode.choices, default=MigMode.DISABLED
+    )
 
     class Meta:
         ordering = ["host__name", "index"]
-        verbose_name = "GPU"
+        verbose_name = _("GPU")
         constraints = [
             models.UniqueConstraint(
                 fields=["host", "index"],
                 name="fleet_gpu_unique_index_per_host",
-                violation_error_message="This host already has a GPU with this index.",
+                violation_error_message=_("This host already has a GPU with this index."),
             ),
             models.UniqueConstraint(
                 fields=["uuid"],
                 condition=~models.Q(uuid=""),
                 name="fleet_gpu_unique_uuid",
-                violation_error_message="Another GPU already has this UUID.",
+                violation_error_message=_("Another GPU already has this UUID."),
             ),
         ]
 
@@ -178,17 +181,22 @@ class Gpu(models.Model):
                 self.memory_mib = entry.memory_mib
             if self.form_factor and self.form_factor not in entry.form_factors:
                 allowed = ", ".join(f.value for f in entry.form_factors)
-                errors["form_factor"] = f"{entry.name} comes as {allowed}, not {self.form_factor}."
+                errors["form_factor"] = gettext("%(model)s comes as %(allowed)s, not %(form_factor)s.") % {
+                    "model": entry.name,
+                    "allowed": allowed,
+                    "form_factor": self.form_factor,
+                }
         if self.host_id and self.numa_node is not None and self.numa_node >= self.host.numa_nodes:
-            errors["numa_node"] = (
-                f"Host {self.host.name} has {self.host.numa_nodes} NUMA node(s): "
-                f"use 0..{self.host.numa_nodes - 1}."
-            )
+            errors["numa_node"] = ngettext(
+                "Host %(host)s has %(count)d NUMA node(s): use 0..%(last)d.",
+                "Host %(host)s has %(count)d NUMA node(s): use 0..%(last)d.",
+                self.host.numa_nodes,
+            ) % {"host": self.host.name, "count": self.host.numa_nodes, "last": self.host.numa_nodes - 1}
         peers = self.nvlink_peers
         if not isinstance(peers, list) or not all(isinstance(p, int) and p >= 0 for p in peers):
-            errors["nvlink_peers"] = "NVLink peers must be a list of GPU indexes."
+            errors["nvlink_peers"] = gettext("NVLink peers must be a list of GPU indexes.")
         elif self.index in peers:
-            errors["nvlink_peers"] = "A GPU cannot be its own NVLink peer."
+            errors["nvlink_peers"] = gettext("A GPU cannot be its own NVLink peer.")
         else:
             self.nvlink_peers = sorted(set(peers))
         if errors:

@@ -4,8 +4,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from core.i18n import Message, later
 from fleet.models.hosts import Gpu, GpuHost
 from fleet.validators import validate_env_var_name, validate_http_url, validate_name
 
@@ -24,14 +26,14 @@ class DType(models.TextChoices):
 
 
 class KvCacheDType(models.TextChoices):
-    AUTO = "auto", "auto (same as the model)"
+    AUTO = "auto", _("auto (same as the model)")
     FP8 = "fp8", "fp8"
     FP8_E4M3 = "fp8_e4m3", "fp8_e4m3"
     FP8_E5M2 = "fp8_e5m2", "fp8_e5m2"
 
 
 class Quantization(models.TextChoices):
-    NONE = "", "none"
+    NONE = "", _("none")
     FP8 = "fp8", "fp8"
     AWQ = "awq", "awq"
     GPTQ = "gptq", "gptq"
@@ -39,6 +41,16 @@ class Quantization(models.TextChoices):
     BITSANDBYTES = "bitsandbytes", "bitsandbytes"
     GGUF = "gguf", "gguf"
     MXFP4 = "mxfp4", "mxfp4"
+
+
+# The probes' stored verdicts as the pages word them (fleet.models.probes.Verdict).
+VERDICT_WORDS: dict[str, Message] = {
+    "up": later("up"),
+    "degraded": later("degraded"),
+    "failing": later("failing"),
+    "down": later("down"),
+    "unknown": later("unknown"),
+}
 
 
 class InstanceQuerySet(models.QuerySet["Instance"]):
@@ -77,22 +89,24 @@ class Instance(models.Model):
 
     name = models.CharField(max_length=63, unique=True, validators=[validate_name])
     host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="instances")
-    gpus = models.ManyToManyField(Gpu, blank=True, related_name="instances", verbose_name="GPUs")
+    gpus = models.ManyToManyField(Gpu, blank=True, related_name="instances", verbose_name=_("GPUs"))
     engine = models.CharField(max_length=16, choices=Engine.choices, default=Engine.VLLM)
-    engine_version = models.CharField(max_length=32, blank=True, help_text="For example 0.11.2.")
+    engine_version = models.CharField(max_length=32, blank=True, help_text=_("For example 0.11.2."))
     base_url = models.CharField(
-        "base URL",
+        _("base URL"),
         max_length=300,
         validators=[validate_http_url],
-        help_text="Where the engine listens, like http://10.0.0.5:8000.",
+        help_text=_("Where the engine listens, like http://10.0.0.5:8000."),
     )
     served_model_name = models.CharField(max_length=200)
     api_key_env = models.CharField(
-        "API key variable",
+        _("API key variable"),
         max_length=100,
         blank=True,
         validators=[validate_env_var_name],
-        help_text="Name of the environment variable that holds the API key. The key itself is never stored.",
+        help_text=_(
+            "Name of the environment variable that holds the API key. The key itself is never stored."
+        ),
     )
     max_model_len = models.PositiveIntegerField(
         _("max model length"),
@@ -104,7 +118,7 @@ class Instance(models.Model):
         _("GPU memory utilization"),
         default=0.9,
         validators=[MinValueValidator(0.05), MaxValueValidator(1.0)],
-        help_text="Fraction of each GPU's total memory this instance may use, weights included.",
+        help_text=_("Fraction of each GPU's total memory this instance may use, weights included."),
     )
     max_num_seqs = models.PositiveIntegerField(
         _("max sequences"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(65536)]
@@ -124,11 +138,13 @@ class Instance(models.Model):
     dtype = models.CharField(max_length=16, choices=DType.choices, default=DType.AUTO)
     quantization = models.CharField(max_length=32, choices=Quantization.choices, blank=True)
     kv_cache_dtype = models.CharField(
-        "KV cache dtype", max_length=16, choices=KvCacheDType.choices, default=KvCacheDType.AUTO
+        _("KV cache dtype"), max_length=16, choices=KvCacheDType.choices, default=KvCacheDType.AUTO
     )
-    enable_prefix_caching = models.BooleanField(default=True, help_text="On by default in vLLM's V1 engine.")
-    extra_args = models.TextField(blank=True, help_text="Other launch flags, as you would type them.")
-    enabled = models.BooleanField(default=True, help_text="Disabled instances are not probed.")
+    enable_prefix_caching = models.BooleanField(
+        default=True, help_text=_("On by default in vLLM's V1 engine.")
+    )
+    extra_args = models.TextField(blank=True, help_text=_("Other launch flags, as you would type them."))
+    enabled = models.BooleanField(default=True, help_text=_("Disabled instances are not probed."))
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -156,17 +172,27 @@ class Instance(models.Model):
         return state.verdict if self.enabled and state else "unknown"
 
     @property
-    def state_label(self) -> str:
+    def state_message(self) -> Message:
         """What the tile and the instance page say: the verdict, and failed cycles that have
-        not yet turned the instance down."""
+        not yet turned the instance down; shown in the reader's language."""
         if not self.enabled:
-            return "disabled"
+            return later("disabled")
         state = getattr(self, "state", None)
         if state is None or (state.verdict == "unknown" and not state.consecutive_failures):
-            return "not probed yet"
+            return later("not probed yet")
         if state.verdict == "failing" and state.consecutive_failures:
-            return f"failing {state.consecutive_failures}× in a row"
-        return state.verdict
+            return later("failing %(count)s× in a row", count=state.consecutive_failures)
+        return VERDICT_WORDS.get(state.verdict) or Message(state.verdict)
+
+    @property
+    def state_label(self) -> str:
+        """The state in English, for the API, logs and stored text."""
+        return str(self.state_message)
+
+    @property
+    def state_text(self) -> str:
+        """The state in the active language, for the pages."""
+        return self.state_message.translated()
 
     @property
     def parallel_size(self) -> int:
@@ -180,13 +206,18 @@ class Instance(models.Model):
         """GPUs must sit on the instance's host and match tensor x pipeline parallel size."""
         foreign = [str(g) for g in gpus if g.host_id != self.host_id]
         if foreign:
-            raise ValidationError({"gpus": f"{', '.join(foreign)} not on host {self.host.name}."})
+            message = gettext("%(gpus)s not on host %(host)s.")
+            raise ValidationError({"gpus": message % {"gpus": ", ".join(foreign), "host": self.host.name}})
         if gpus and len(gpus) != self.parallel_size:
-            raise ValidationError(
-                {
-                    "gpus": (
-                        f"{len(gpus)} GPU(s) chosen but tensor x pipeline parallel size is "
-                        f"{self.tensor_parallel_size} x {self.pipeline_parallel_size} = {self.parallel_size}."
-                    )
-                }
+            message = ngettext(
+                "%(count)d GPU(s) chosen but tensor x pipeline parallel size is %(tp)d x %(pp)d = %(size)d.",
+                "%(count)d GPU(s) chosen but tensor x pipeline parallel size is %(tp)d x %(pp)d = %(size)d.",
+                len(gpus),
             )
+            values = {
+                "count": len(gpus),
+                "tp": self.tensor_parallel_size,
+                "pp": self.pipeline_parallel_size,
+                "size": self.parallel_size,
+            }
+            raise ValidationError({"gpus": message % values})

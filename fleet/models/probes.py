@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from fleet.models.instances import Instance
+from fleet.probes.evidence import evidence_html, shown_evidence
 from fleet.probes.parts import ProbeKind
 
 
@@ -18,34 +19,34 @@ class Verdict(models.TextChoices):
     a row (amber, never green). The overview adds two shown states of its own: stale (no
     fresh health result) and maintenance (a window covers the instance)."""
 
-    UNKNOWN = "unknown", "not probed yet"
-    UP = "up", "up"
-    DEGRADED = "degraded", "degraded"
-    FAILING = "failing", "failing"
-    DOWN = "down", "down"
+    UNKNOWN = "unknown", _("not probed yet")
+    UP = "up", _("up")
+    DEGRADED = "degraded", _("degraded")
+    FAILING = "failing", _("failing")
+    DOWN = "down", _("down")
 
 
 class ProbeKindChoice(models.TextChoices):
     """What a run measured: one probe kind on its own schedule, or all of them at once."""
 
-    FULL = "full", "every kind"
-    HEALTH = ProbeKind.HEALTH.value, "health and latency phases"
-    STREAM = ProbeKind.STREAM.value, "streaming"
-    METRICS = ProbeKind.METRICS.value, "engine metrics"
-    GPU = ProbeKind.GPU.value, "GPU state"
+    FULL = "full", _("every kind")
+    HEALTH = ProbeKind.HEALTH.value, _("health and latency phases")
+    STREAM = ProbeKind.STREAM.value, _("streaming")
+    METRICS = ProbeKind.METRICS.value, _("engine metrics")
+    GPU = ProbeKind.GPU.value, _("GPU state")
 
 
 class Trigger(models.TextChoices):
-    SCHEDULE = "schedule", "schedule"
-    MANUAL = "manual", "probe now"
-    CLI = "cli", "command line"
+    SCHEDULE = "schedule", _("schedule")
+    MANUAL = "manual", _("probe now")
+    CLI = "cli", _("command line")
 
 
 class RunStatus(models.TextChoices):
-    PENDING = "pending", "queued"
-    RUNNING = "running", "running"
-    DONE = "done", "done"
-    FAILED = "failed", "failed"
+    PENDING = "pending", _("queued")
+    RUNNING = "running", _("running")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
 
 
 class ProbeSettings(models.Model):
@@ -54,26 +55,26 @@ class ProbeSettings(models.Model):
     Defaults are the guide's rules (chapter 2.2), corrected where docs/guide-corrections.md says so.
     """
 
-    connect_s = models.FloatField("connect above (s) → network", default=1.0)
-    ttfb_s = models.FloatField("TTFB above (s) → TTFT", default=5.0)
-    decode_gap_s = models.FloatField("total − TTFB above (s) → TPS", default=10.0)
-    waiting = models.PositiveIntegerField("waiting requests above → backlog", default=10)
+    connect_s = models.FloatField(_("connect above (s) → network"), default=1.0)
+    ttfb_s = models.FloatField(_("TTFB above (s) → TTFT"), default=5.0)
+    decode_gap_s = models.FloatField(_("total − TTFB above (s) → TPS"), default=10.0)
+    waiting = models.PositiveIntegerField(_("waiting requests above → backlog"), default=10)
     running_fraction = models.FloatField(
-        "running ≥ this share of max_num_seqs → batch full",
+        _("running ≥ this share of max_num_seqs → batch full"),
         default=0.95,
         validators=[MinValueValidator(0.1), MaxValueValidator(1.0)],
     )
-    kv_cache_usage = models.FloatField("KV cache usage above (with waiting or preemptions)", default=0.9)
-    temperature_c = models.PositiveIntegerField("GPU temperature hint above (°C)", default=85)
-    sm_utilization_pct = models.PositiveIntegerField("SM utilization above (%) → saturated", default=95)
-    ttft_p95_s = models.FloatField("TTFT p95 above (s)", default=5.0)
+    kv_cache_usage = models.FloatField(_("KV cache usage above (with waiting or preemptions)"), default=0.9)
+    temperature_c = models.PositiveIntegerField(_("GPU temperature hint above (°C)"), default=85)
+    sm_utilization_pct = models.PositiveIntegerField(_("SM utilization above (%) → saturated"), default=95)
+    ttft_p95_s = models.FloatField(_("TTFT p95 above (s)"), default=5.0)
     tps_drop_ratio = models.FloatField(
-        "tokens/s this share below the instance's usual → TPS",
+        _("tokens/s this share below the instance's usual → TPS"),
         default=0.4,
         validators=[MinValueValidator(0.05), MaxValueValidator(0.95)],
     )
     down_after_failures = models.PositiveSmallIntegerField(
-        "down after this many failed cycles in a row",
+        _("down after this many failed cycles in a row"),
         default=3,
         validators=[MinValueValidator(1), MaxValueValidator(100)],
     )
@@ -86,7 +87,7 @@ class ProbeSettings(models.Model):
     sample_retention_days = models.PositiveIntegerField(default=30)
 
     class Meta:
-        verbose_name = verbose_name_plural = "probe settings"
+        verbose_name = verbose_name_plural = _("probe settings")
 
     def __str__(self) -> str:
         return "Probe settings"
@@ -127,7 +128,18 @@ class InstanceState(models.Model):
 
     @property
     def reason(self) -> str:
-        return self.findings[0]["evidence"] if self.findings else ""
+        """The first finding's evidence in the reader's language (fleet.probes.evidence)."""
+        return shown_evidence(self.findings[0]) if self.findings else ""
+
+    @property
+    def reason_html(self) -> str:
+        """The first finding's evidence as HTML, its raw values in <code translate="no">."""
+        return evidence_html(self.findings[0]) if self.findings else ""
+
+    @property
+    def shown_findings(self) -> list[dict]:
+        """The stored findings, each with "shown": its evidence as HTML in the reader's language."""
+        return [{**f, "shown": evidence_html(f)} for f in self.findings]
 
     def measured_at(self, kind: str) -> datetime | None:
         """When the kind's latest result was measured, None when it never was."""

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from core.roles import Role, role_required
@@ -13,6 +14,7 @@ from fleet import inventory_io
 from fleet.forms import ImportForm
 
 CONTENT_TYPES = {"yaml": "application/yaml", "csv": "text/csv"}
+_COUNTED = {"created": "create", "updated": "update", "unchanged": "unchanged"}
 
 
 @require_GET
@@ -20,7 +22,7 @@ CONTENT_TYPES = {"yaml": "application/yaml", "csv": "text/csv"}
 def export_inventory(request: HttpRequest) -> HttpResponse:
     fmt = request.GET.get("format", "yaml")
     if fmt not in CONTENT_TYPES:
-        return HttpResponse("format must be yaml or csv", status=400, content_type="text/plain")
+        return HttpResponse(_("format must be yaml or csv"), status=400, content_type="text/plain")
     response = HttpResponse(
         inventory_io.export_inventory(fmt=fmt), content_type=f"{CONTENT_TYPES[fmt]}; charset=utf-8"
     )
@@ -52,7 +54,11 @@ def import_preview(request: HttpRequest) -> HttpResponse:
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         return render(request, "fleet/import.html", {"form": form}, status=400)
-    fmt = _format_of(form)
+    try:
+        fmt = _format_of(form)
+    except ValueError as exc:
+        form.add_error("file", str(exc))
+        return render(request, "fleet/import.html", {"form": form}, status=400)
     plan = inventory_io.plan_import(text=form.cleaned_data["text"], fmt=fmt)
     context = {"form": form, "plan": plan, "text": form.cleaned_data["text"], "fmt": fmt}
     return render(request, "fleet/import.html", context, status=200 if plan.ok else 400)
@@ -71,9 +77,7 @@ def import_apply(request: HttpRequest) -> HttpResponse:
         )
     inventory_io.apply_import(plan=plan, actor=request.user, source="web")
     counts = plan.counts
-    messages.success(
-        request,
-        f"Imported: {counts.get('create', 0)} created, "
-        f"{counts.get('update', 0)} updated, {counts.get('unchanged', 0)} unchanged.",
-    )
+    done = _("Imported: %(created)d created, %(updated)d updated, %(unchanged)d unchanged.")
+    values = {key: counts.get(action, 0) for key, action in _COUNTED.items()}
+    messages.success(request, done % values)
     return redirect("fleet:host-list")
