@@ -95,6 +95,12 @@ def compare(request: HttpRequest) -> HttpResponse:
             form = SizingForm(initial={k: v for k, v in DEFAULTS.items() if k != "model"}, prefix=prefix)
         if prefix != "a":
             form.fields["model"].choices = [("", gettext("— none —")), *form.fields["model"].choices]
+        for name in COMPARE_INPUTS:  # the table's row header is not the field's label
+            field = form.fields[name]
+            field.widget.attrs["aria-label"] = gettext("%(field)s, set-up %(setup)s") % {
+                "field": field.label,
+                "setup": prefix.upper(),
+            }
         columns.append({"prefix": prefix, "form": form, "active": chosen, **(sized(form) if chosen else {})})
     input_rows = [
         (columns[0]["form"][name].label, [column["form"][name] for column in columns])

@@ -13,7 +13,7 @@ from tests.fleet.probing import simulated_instances
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-COLOURS = {"up": "rgb(29, 138, 91)", "failing": "rgb(211, 84, 0)", "down": "rgb(192, 57, 43)"}
+COLOURS = {"up": "rgb(26, 123, 81)", "failing": "rgb(180, 72, 0)", "down": "rgb(192, 57, 43)"}
 
 
 def _tile(page, name: str):
