@@ -16,9 +16,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from core.taxonomy import label
+from core.i18n import Message, later
 from fleet.models import Instance
-from incidents import lifecycle
+from incidents import lifecycle, words
 from incidents.alert_engine import RuleSpec, StateSpec, step
 from incidents.alert_signals import values_for
 from incidents.models import (
@@ -75,8 +75,7 @@ def evaluate(
                     lifecycle.alert_cleared(
                         key=record.incident.dedup_key,
                         at=now,
-                        text=f"{rule.name} cleared on {instance.name}"
-                        + (f" (value {record.value:.3g})." if record.value is not None else "."),
+                        text=_cleared(rule, instance, record.value),
                         others_firing=others.exclude(pk=record.pk).exists(),
                     )
                 counts["resolved"] += 1
@@ -126,14 +125,19 @@ def _fire(
     category = evidence or rule.category
     outage = _outage(instance, host_causes) if not evidence else None
     if outage is not None:  # a symptom of the instance's outage joins the outage's incident
-        key, title = outage.dedup_key, outage.title
+        key = outage.dedup_key
+        title = Message.from_json(outage.title_message) if outage.title_message else outage.title
         category, evidence = outage.category, outage.category
     elif evidence and host_causes.get(instance.host_id) == evidence:
         key = lifecycle.dedup_key(host=instance.host, category=category)
-        title = f"Host {instance.host.name}: every instance down ({label(category)})"
+        title = later(
+            "Host %(host)s: every instance down (%(category)s)",
+            host=instance.host.name,
+            category=words.category(category),
+        )
     else:
         key = lifecycle.dedup_key(instance=instance, category=category)
-        title = f"{rule.name} on {instance.name}" + (f": {label(category)}" if evidence else "")
+        title = _title(rule, instance, category if evidence else None)
     incident, _ = lifecycle.open_or_join(
         key=key,
         title=title,
@@ -142,14 +146,62 @@ def _fire(
         source=source,
         at=now,
         started_at=record.active_since or now,
-        text=f"{rule.name} fired on {instance.name}: {rule.signal} = {record.value:.3g} "
-        f"({rule.get_comparison_display()} {rule.threshold:g} for {rule.for_seconds} s)"
-        + (f"; cause: {label(category)}." if evidence else "."),
+        text=_fired(rule, instance, record.value, category if evidence else None),
         instances=[instance],
         data={"rule": rule.key, "value": record.value, "instance": instance.name, "category": category},
     )
     record.incident = incident
     return "fired"
+
+
+def _title(rule: AlertRule, instance: Instance, cause: str | None) -> Message | str:
+    if cause is None:
+        return later("%(rule)s on %(instance)s", rule=words.rule_name(rule.name), instance=instance.name)
+    return later(
+        "%(rule)s on %(instance)s: %(category)s",
+        rule=words.rule_name(rule.name),
+        instance=instance.name,
+        category=words.category(cause),
+    )
+
+
+def _fired(rule: AlertRule, instance: Instance, value: float | None, cause: str | None) -> Message:
+    """What a firing rule adds to the timeline: the signal's value against the threshold,
+    and the cause when the evidence named one."""
+    values = {
+        "rule": words.rule_name(rule.name),
+        "instance": instance.name,
+        "signal": rule.signal,
+        "value": f"{value:.3g}",
+        "comparison": rule.get_comparison_display(),
+        "threshold": f"{rule.threshold:g}",
+        "for_s": rule.for_seconds,
+    }
+    if cause is None:
+        return later(
+            "%(rule)s fired on %(instance)s: %(signal)s = %(value)s "
+            "(%(comparison)s %(threshold)s for %(for_s)s s).",
+            **values,
+        )
+    return later(
+        "%(rule)s fired on %(instance)s: %(signal)s = %(value)s "
+        "(%(comparison)s %(threshold)s for %(for_s)s s); cause: %(category)s.",
+        category=words.category(cause),
+        **values,
+    )
+
+
+def _cleared(rule: AlertRule, instance: Instance, value: float | None) -> Message:
+    if value is None:
+        return later(
+            "%(rule)s cleared on %(instance)s.", rule=words.rule_name(rule.name), instance=instance.name
+        )
+    return later(
+        "%(rule)s cleared on %(instance)s (value %(value)s).",
+        rule=words.rule_name(rule.name),
+        instance=instance.name,
+        value=f"{value:.3g}",
+    )
 
 
 def _outage(instance: Instance, host_causes: dict[int, str]) -> Incident | None:
@@ -193,10 +245,32 @@ def _note_probe_changes(instances: list[Instance], now: datetime) -> None:
                 incident=incident,
                 at=now,
                 kind=TimelineEntry.Kind.RESTART if restarted else TimelineEntry.Kind.PROBE,
-                text=f"{current.name}: {before} → {current.verdict}"
-                + (" (back up: restarted)" if restarted else f" ({current.state_label})"),
                 data={"instance": current.name, "verdict": current.verdict},
+                **lifecycle.entry_text(_verdict_change(current, before, restarted=restarted)),
             )
+
+
+def _verdict_change(instance: Instance, before: str, *, restarted: bool) -> Message:
+    values = {
+        "instance": instance.name,
+        "before": words.verdict(before),
+        "after": words.verdict(instance.verdict),
+    }
+    if restarted:
+        return later("%(instance)s: %(before)s → %(after)s (back up: restarted)", **values)
+    return later("%(instance)s: %(before)s → %(after)s (%(state)s)", state=_state(instance), **values)
+
+
+def _state(instance: Instance) -> Message | str:
+    """The instance's state as its tile says it (Instance.state_label), kept as a message."""
+    state = getattr(instance, "state", None)
+    if not instance.enabled:
+        return later("disabled")
+    if state is None or (state.verdict == "unknown" and not state.consecutive_failures):
+        return later("not probed yet")
+    if state.verdict == "failing" and state.consecutive_failures:
+        return later("failing %(count)s× in a row", count=state.consecutive_failures)
+    return words.verdict(state.verdict)
 
 
 def _snapshot_verdict(incident: Incident, name: str) -> str | None:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 
 from core.alert_set import by_alertname
+from core.i18n import Message, later
 from core.taxonomy import CATEGORIES
 from fleet.models import Instance
 from incidents import lifecycle
@@ -255,7 +256,7 @@ def _fire(
     severities = [severity_for(labels=a.labels) for a in firing]
     return lifecycle.open_or_join(
         key=fault.key,
-        title=f"{first.alertname or 'Alertmanager alert'}" + (f" on {where}" if where else ""),
+        title=_title(first.alertname, where),
         category=fault.category,
         severity=max(severities, key=SEVERITY_ORDER.index),
         source=Source.ALERTMANAGER,
@@ -279,11 +280,34 @@ def _clear(fault: _Fault, webhook: WebhookSpec, at: datetime) -> Incident | None
     )
 
 
-def _text(alerts: list[AlertSpec], status: str) -> str:
+def _title(alertname: str, where: str) -> Message | str:
+    if alertname and where:
+        return later("%(alertname)s on %(where)s", alertname=alertname, where=where)
+    if where:
+        return later("Alertmanager alert on %(where)s", where=where)
+    return alertname or later("Alertmanager alert")
+
+
+def _text(alerts: list[AlertSpec], status: str) -> Message:
+    """The timeline's words for the alerts: the first one's name and status, how many more,
+    and its summary (the rule's own text, as Prometheus sent it)."""
     first = alerts[0]
     summary = first.annotations.get("summary") or first.annotations.get("description", "")
-    more = f" and {len(alerts) - 1} more alert(s)" if len(alerts) > 1 else ""
-    return f"Alertmanager: {first.alertname} {status}{more}." + (f" {summary}" if summary else "")
+    values = {"alertname": first.alertname, "more": len(alerts) - 1}
+    if status == FIRING:
+        text = (
+            later("Alertmanager: %(alertname)s firing and %(more)s more alert(s).", **values)
+            if len(alerts) > 1
+            else later("Alertmanager: %(alertname)s firing.", **values)
+        )
+    else:
+        text = (
+            later("Alertmanager: %(alertname)s resolved and %(more)s more alert(s).", **values)
+            if len(alerts) > 1
+            else later("Alertmanager: %(alertname)s resolved.", **values)
+        )
+    # Joined with a space in every language: not a catalogue message of its own.
+    return Message("%(text)s %(summary)s", {"text": text, "summary": summary}) if summary else text
 
 
 def _data(alerts: list[AlertSpec], webhook: WebhookSpec) -> dict[str, Any]:

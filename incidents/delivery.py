@@ -3,7 +3,10 @@ Slack-compatible one (one sink class per target kind), with links to the inciden
 acknowledge page, recorded on its delivery with the response code or the error and the number
 of attempts. The worker task retries with backoff (incidents/tasks.py); the delivery is marked
 failed after MAX_ATTEMPTS, or at once when the target refuses it for good (a 4xx other than
-408 and 429)."""
+408 and 429).
+
+A notification is read by people who are not at the console, so its words are in one
+language for all: settings.NOTIFICATION_LANGUAGE ("en" unless set; "zh-hans" for Chinese)."""
 
 from __future__ import annotations
 
@@ -14,15 +17,28 @@ import httpx
 from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy, override
 
-from core.taxonomy import label as category_label
-from incidents.models import Incident, NotificationDelivery, NotificationTarget, Status, TimelineEntry
+from core.i18n import later
+from incidents.models import (
+    CATEGORY_CHOICES,
+    Incident,
+    NotificationDelivery,
+    NotificationTarget,
+    Status,
+    TimelineEntry,
+)
 
 MAX_ATTEMPTS = 5
 TIMEOUT_S = 10.0
 RETRYABLE_CODES = frozenset({408, 425, 429})
 SENT, FAILED, RETRY, SKIPPED = "sent", "failed", "retry", "skipped"
-EVENT_WORDS = {"opened": "Incident opened", "resolved": "Incident resolved"}
+EVENT_WORDS = {"opened": gettext_lazy("Incident opened"), "resolved": gettext_lazy("Incident resolved")}
+
+
+def language() -> str:
+    """The language notifications are written in."""
+    return getattr(settings, "NOTIFICATION_LANGUAGE", "en") or "en"
 
 
 class Sink:
@@ -47,7 +63,7 @@ class WebhookSink(Sink):
             "event": event,
             "incident": {
                 "id": incident.pk,
-                "title": incident.title,
+                "title": incident.shown_title,
                 "category": incident.category,
                 "severity": incident.severity,
                 "status": incident.status,
@@ -62,13 +78,23 @@ class SlackSink(Sink):
     kind = NotificationTarget.Kind.SLACK
 
     def body(self, *, incident: Incident, event: str) -> dict[str, Any]:
-        heading = f"{EVENT_WORDS.get(event, event)}: [{incident.severity}] {incident.title}"
+        shown_title = incident.shown_title
+        heading = gettext("%(event)s: [%(severity)s] %(title)s") % {
+            "event": EVENT_WORDS.get(event, event),
+            "severity": incident.get_severity_display(),
+            "title": shown_title,
+        }
         url = incident_url(incident)
-        title = f"<{url}|{_escape(incident.title)}>" if url.startswith("http") else _escape(incident.title)
-        details = (
-            f"*Category:* {_escape(category_label(incident.category))}   *Severity:* {incident.severity}   "
-            f"*Status:* {incident.status}   *Started:* {incident.started_at:%Y-%m-%d %H:%M %Z}"
-        )
+        title = f"<{url}|{_escape(shown_title)}>" if url.startswith("http") else _escape(shown_title)
+        details = gettext(
+            "*Category:* %(category)s   *Severity:* %(severity)s   "
+            "*Status:* %(status)s   *Started:* %(started)s"
+        ) % {
+            "category": _escape(str(dict(CATEGORY_CHOICES).get(incident.category, incident.category))),
+            "severity": incident.get_severity_display(),
+            "status": incident.get_status_display(),
+            "started": f"{incident.started_at:%Y-%m-%d %H:%M %Z}",
+        }
         blocks = [
             {"type": "header", "text": {"type": "plain_text", "text": heading[:150]}},
             {"type": "section", "text": {"type": "mrkdwn", "text": title}},
@@ -76,7 +102,8 @@ class SlackSink(Sink):
         ]
         if _awaits_acknowledgement(incident):
             link = acknowledge_url(incident)
-            text = f"<{link}|Acknowledge>" if link.startswith("http") else f"Acknowledge: {link}"
+            word = gettext("Acknowledge")
+            text = f"<{link}|{word}>" if link.startswith("http") else f"{word}: {link}"
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
         return {"text": heading, "blocks": blocks}  # text: what notifications and plain clients show
 
@@ -103,7 +130,9 @@ def _awaits_acknowledgement(incident: Incident) -> bool:
 
 
 def payload(*, target: NotificationTarget, incident: Incident, event: str) -> dict[str, Any]:
-    return Sink.registry[target.kind]().body(incident=incident, event=event)
+    """The body for `target`, in the notifications' language (NOTIFICATION_LANGUAGE)."""
+    with override(language()):
+        return Sink.registry[target.kind]().body(incident=incident, event=event)
 
 
 @dataclass(frozen=True)
@@ -172,16 +201,22 @@ def _record(delivery: NotificationDelivery, response: Response) -> str:
 
 
 def _record_on_timeline(delivery: NotificationDelivery) -> None:
+    from incidents.lifecycle import entry_text
+    from incidents.words import word
+
+    values = {"target": delivery.target.name, "event": word(delivery.event)}  # opened, resolved
     if delivery.status == NotificationDelivery.Status.SENT:
-        text = f"Notified {delivery.target.name} ({delivery.event})."
+        text = later("Notified %(target)s (%(event)s).", **values)
     else:
-        text = (
-            f"Notifying {delivery.target.name} ({delivery.event}) failed after "
-            f"{delivery.attempts} attempt(s): {delivery.error}"
+        text = later(
+            "Notifying %(target)s (%(event)s) failed after %(attempts)s attempt(s): %(error)s",
+            attempts=delivery.attempts,
+            error=delivery.error,
+            **values,
         )
     TimelineEntry.objects.create(
         incident=delivery.incident,
         kind=TimelineEntry.Kind.NOTIFICATION,
-        text=text,
         data={"delivery": delivery.pk, "target": delivery.target.name, "status": delivery.status},
+        **entry_text(text),
     )

@@ -17,10 +17,12 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
+from core.i18n import Message, later
 from diagnostics.models import CapacityFinding
 from fleet.models import GpuHost, Instance, MetricSample
-from incidents import people_format
+from incidents import people_format, words
 from incidents.models import Incident, Source, Status, TimelineEntry
 
 SNAPSHOT_WINDOW = timedelta(minutes=30)
@@ -51,20 +53,22 @@ def dedup_key(*, instance: Instance | None = None, host: GpuHost | None = None, 
 def open_or_join(
     *,
     key: str,
-    title: str,
+    title: Message | str,
     category: str,
     severity: str,
     source: str,
     at: datetime,
-    text: str,
+    text: Message | str,
     instances: list[Instance] = (),  # type: ignore[assignment]
     hosts: list[GpuHost] = (),  # type: ignore[assignment]
     data: dict[str, Any] | None = None,
     started_at: datetime | None = None,
 ) -> tuple[Incident, bool]:
     """The unresolved incident for `key`, joined with a timeline entry, or a new one with an
-    evidence snapshot. A mitigated incident that fires again within the reopen window is open
-    again; one mitigated for longer is resolved, and a new incident opens."""
+    evidence snapshot. `title` and `text` are kept as messages when they are (core.i18n), so
+    they read in the reader's language. A mitigated incident that fires again within the
+    reopen window is open again; one mitigated for longer is resolved, and a new incident
+    opens."""
     for _attempt in range(2):
         try:
             with transaction.atomic():
@@ -85,13 +89,18 @@ def _open_or_join(key, title, category, severity, source, at, text, instances, h
             incident.status, incident.mitigated_at = Status.OPEN, None
             incident.save(update_fields=["status", "mitigated_at", "updated_at"])
             _entry(
-                incident, at, TimelineEntry.Kind.STATUS, "Fired again: open again.", data={"status": "open"}
+                incident,
+                at,
+                TimelineEntry.Kind.STATUS,
+                later("Fired again: open again."),
+                data={"status": "open"},
             )
         _entry(incident, at, TimelineEntry.Kind.ALERT_FIRED, text, data=data)
         _affect(incident, instances, hosts)
         return incident, False
     incident = Incident.objects.create(
-        title=title[:200],
+        title=str(title)[:200],
+        title_message=title.to_json() if isinstance(title, Message) else {},
         category=category,
         severity=severity,
         source=source,
@@ -121,12 +130,13 @@ def stayed_clear(incident: Incident, *, at: datetime) -> bool:
 
 
 def _resolve_as_stayed_clear(incident: Incident, at: datetime) -> None:
-    window = people_format.duration(reopen_window())
+    window = people_format.duration_message(reopen_window())
     incident.status, incident.resolved_at = Status.RESOLVED, at
     incident.save(update_fields=["status", "resolved_at", "updated_at"])
-    text = (
-        f"Stayed clear for longer than the reopen window ({window}): resolved. "
-        "The fault fired again later, so it is a new incident."
+    text = later(
+        "Stayed clear for longer than the reopen window (%(window)s): resolved. "
+        "The fault fired again later, so it is a new incident.",
+        window=window,
     )
     _entry(incident, at, TimelineEntry.Kind.STATUS, text, data={"status": "resolved", "stayed_clear": True})
     _notify_resolved(incident)
@@ -151,15 +161,34 @@ def _affect(incident: Incident, instances: list[Instance], hosts: list[GpuHost])
 
 
 def _entry(
-    incident: Incident, at: datetime, kind: str, text: str, *, author: str = "", data: dict | None = None
-):
+    incident: Incident,
+    at: datetime,
+    kind: str,
+    text: Message | str,
+    *,
+    author: str = "",
+    data: dict | None = None,
+) -> TimelineEntry:
     return TimelineEntry.objects.create(
-        incident=incident, at=at, kind=kind, text=text, author=author, data=data or {}
+        incident=incident, at=at, kind=kind, author=author, data=data or {}, **entry_text(text)
     )
 
 
+def entry_text(text: Message | str) -> dict[str, Any]:
+    """A timeline entry's `text` (English) and `text_message` (the message, to show it in
+    the reader's language) for automatic text; typed text as it is."""
+    if isinstance(text, Message):
+        return {"text": str(text), "text_message": text.to_json()}
+    return {"text": text, "text_message": {}}
+
+
 def alert_cleared(
-    *, key: str, at: datetime, text: str, data: dict | None = None, others_firing: bool = False
+    *,
+    key: str,
+    at: datetime,
+    text: Message | str,
+    data: dict | None = None,
+    others_firing: bool = False,
 ) -> Incident | None:
     """The alert behind `key` cleared: the open incident is mitigated (a person resolves it),
     unless other alerts that joined it still fire (then the clearing is only noted)."""
@@ -175,7 +204,7 @@ def alert_cleared(
                 incident,
                 at,
                 TimelineEntry.Kind.STATUS,
-                "Alert cleared: mitigated.",
+                later("Alert cleared: mitigated."),
                 data={"status": "mitigated"},
             )
         return incident
@@ -196,7 +225,7 @@ def set_status(incident: Incident, *, status: str, at: datetime, user: str) -> N
         incident,
         at,
         TimelineEntry.Kind.STATUS,
-        f"Status set to {status}.",
+        later("Status set to %(status)s.", status=words.word(Status(status).label)),
         author=user,
         data={"status": status},
     )
@@ -210,7 +239,7 @@ def acknowledge(incident: Incident, *, at: datetime, user: str) -> bool:
     nothing left to acknowledge: ValueError. The stamp is a conditional update, so two people
     pressing at once record one acknowledgement, the first."""
     if incident.status == Status.RESOLVED:
-        raise ValueError(f"Incident {incident.pk} is resolved: there is nothing left to acknowledge.")
+        raise ValueError(_resolved_error(incident))
     with transaction.atomic():
         stamped = (
             Incident.objects.unresolved()
@@ -220,14 +249,16 @@ def acknowledge(incident: Incident, *, at: datetime, user: str) -> bool:
         if not stamped:
             incident.refresh_from_db(fields=["acknowledged_at", "status", "resolved_at"])
             if incident.status == Status.RESOLVED and incident.acknowledged_at is None:
-                raise ValueError(f"Incident {incident.pk} is resolved: there is nothing left to acknowledge.")
+                raise ValueError(_resolved_error(incident))
             return False
         incident.acknowledged_at = at
-        _entry(
-            incident, at, TimelineEntry.Kind.STATUS, f"Acknowledged by {user}.", author=user,
-            data={"acknowledged": True},
-        )  # fmt: skip
+        text = later("Acknowledged by %(user)s.", user=user)
+        _entry(incident, at, TimelineEntry.Kind.STATUS, text, author=user, data={"acknowledged": True})
     return True
+
+
+def _resolved_error(incident: Incident) -> str:
+    return gettext("Incident %(id)s is resolved: there is nothing left to acknowledge.") % {"id": incident.pk}
 
 
 def acknowledged_by(incident: Incident) -> str:
@@ -280,7 +311,7 @@ def open_by_hand(*, form: Any, at: datetime, author: str) -> Incident:
         form.save_m2m()
         incident.evidence = snapshot(instances=list(incident.instances.all()), at=at)
         incident.save(update_fields=["evidence"])
-        _entry(incident, at, TimelineEntry.Kind.OPENED, "Opened by hand.", author=author)
+        _entry(incident, at, TimelineEntry.Kind.OPENED, later("Opened by hand."), author=author)
     return incident
 
 
@@ -288,16 +319,27 @@ def edit_by_hand(*, form: Any, at: datetime, author: str, shown: Any) -> Inciden
     """A person edits an incident (a bound, valid ModelForm): saved, and every changed
     field kept in the timeline as "label: before → after" (`shown` renders a value)."""
     original = Incident.objects.get(pk=form.instance.pk)  # validation already changed form.instance
-    before = {name: shown(getattr(original, name)) for name in form.changed_data}
+    before = {name: _edited_value(name, getattr(original, name), shown) for name in form.changed_data}
     with transaction.atomic():
         saved = form.save()
+        if "title" in form.changed_data and saved.title_message:  # a person's title now
+            saved.title_message = {}
+            saved.save(update_fields=["title_message"])
         for name in form.changed_data:
-            _entry(
-                saved,
-                at,
-                TimelineEntry.Kind.EDIT,
-                f"{form.fields[name].label}: {before[name]} → {shown(getattr(saved, name))}",
-                author=author,
-                data={"field": name},
+            text = later(
+                "%(field)s: %(before)s → %(after)s",
+                field=words.word(form.fields[name].label),
+                before=before[name],
+                after=_edited_value(name, getattr(saved, name), shown),
             )
+            _entry(saved, at, TimelineEntry.Kind.EDIT, text, author=author, data={"field": name})
     return saved
+
+
+def _edited_value(name: str, value: Any, shown: Any) -> Message | str:
+    """A value as an edit entry keeps it: a choice by its label (a message), the rest as
+    `shown` renders it."""
+    choices = dict(Incident._meta.get_field(name).flatchoices)
+    if choices and value in choices:
+        return words.word(choices[value])
+    return shown(value)

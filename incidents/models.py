@@ -10,31 +10,33 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
+from core.i18n import shown
 from core.taxonomy import CATEGORIES, family
 from fleet.models import GpuHost, Instance
 
-CATEGORY_CHOICES = [(key, label) for key, label in CATEGORIES.items()] + [("other", "Other")]
+CATEGORY_CHOICES = [(key, label) for key, label in CATEGORIES.items()] + [("other", _("Other"))]
 
 
 class Severity(models.TextChoices):
-    CRITICAL = "critical", "critical"
-    MAJOR = "major", "major"
-    MINOR = "minor", "minor"
-    INFO = "info", "info"
+    CRITICAL = "critical", _("critical")
+    MAJOR = "major", _("major")
+    MINOR = "minor", _("minor")
+    INFO = "info", _("info")
 
 
 class Status(models.TextChoices):
-    OPEN = "open", "open"
-    MITIGATED = "mitigated", "mitigated"
-    RESOLVED = "resolved", "resolved"
+    OPEN = "open", _("open")
+    MITIGATED = "mitigated", _("mitigated")
+    RESOLVED = "resolved", _("resolved")
 
 
 class Source(models.TextChoices):
-    RULE = "rule", "alert rule"
-    ALERTMANAGER = "alertmanager", "Alertmanager"
-    MANUAL = "manual", "opened by hand"
-    DRILL = "drill", "drill"
+    RULE = "rule", _("alert rule")
+    ALERTMANAGER = "alertmanager", _("Alertmanager")
+    MANUAL = "manual", _("opened by hand")
+    DRILL = "drill", _("drill")
 
 
 class IncidentQuerySet(models.QuerySet["Incident"]):
@@ -49,13 +51,16 @@ class Incident(models.Model):
     )  # fmt: skip
 
     title = models.CharField(max_length=200)
+    # An automatic title kept as a message (core.i18n), shown in the reader's language; blank
+    # for a title typed by a person, or written before titles were kept so.
+    title_message = models.JSONField(default=dict, blank=True)
     category = models.CharField(max_length=40, choices=CATEGORY_CHOICES, default="other")
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.MAJOR)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.MANUAL)
-    started_at = models.DateTimeField(default=timezone.now, help_text="When the fault began.")
+    started_at = models.DateTimeField(default=timezone.now, help_text=_("When the fault began."))
     detected_at = models.DateTimeField(
-        default=timezone.now, help_text="When an alert or a person noticed it."
+        default=timezone.now, help_text=_("When an alert or a person noticed it.")
     )
     acknowledged_at = models.DateTimeField(null=True, blank=True)
     mitigated_at = models.DateTimeField(null=True, blank=True)
@@ -72,10 +77,10 @@ class Incident(models.Model):
     dedup_key = models.CharField(
         max_length=200,
         blank=True,
-        help_text="Alerts with this key join this incident while it is not resolved.",
+        help_text=_("Alerts with this key join this incident while it is not resolved."),
     )
     evidence = models.JSONField(
-        default=dict, blank=True, help_text="Snapshot taken when the incident opened."
+        default=dict, blank=True, help_text=_("Snapshot taken when the incident opened.")
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -100,6 +105,11 @@ class Incident(models.Model):
         return reverse("incidents:detail", args=[self.pk])
 
     @property
+    def shown_title(self) -> str:
+        """The title in the reader's language (an automatic one), or as it was typed."""
+        return shown(self.title_message, fallback=self.title)
+
+    @property
     def family(self) -> str:
         return family(self.category)
 
@@ -118,22 +128,24 @@ class Incident(models.Model):
 
 class TimelineEntry(models.Model):
     class Kind(models.TextChoices):
-        OPENED = "opened", "opened"
-        ALERT_FIRED = "alert_fired", "alert fired"
-        ALERT_RESOLVED = "alert_resolved", "alert resolved"
-        STATUS = "status", "status changed"
-        EDIT = "edit", "edited"
-        NOTE = "note", "note"
-        PROBE = "probe", "probe result changed"
-        RESTART = "restart", "instance restarted"
-        WALKTHROUGH = "walkthrough", "walkthrough attached"
-        TRIAGE = "triage", "triage attached"
-        NOTIFICATION = "notification", "notification"
+        OPENED = "opened", _("opened")
+        ALERT_FIRED = "alert_fired", _("alert fired")
+        ALERT_RESOLVED = "alert_resolved", _("alert resolved")
+        STATUS = "status", _("status changed")
+        EDIT = "edit", _("edited")
+        NOTE = "note", _("note")
+        PROBE = "probe", _("probe result changed")
+        RESTART = "restart", _("instance restarted")
+        WALKTHROUGH = "walkthrough", _("walkthrough attached")
+        TRIAGE = "triage", _("triage attached")
+        NOTIFICATION = "notification", _("notification")
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="timeline")
     at = models.DateTimeField(default=timezone.now)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     text = models.TextField(blank=True, help_text="Markdown for notes; shown sanitized.")
+    # An automatic entry's text kept as a message (core.i18n): `text` holds it in English.
+    text_message = models.JSONField(default=dict, blank=True)
     author = models.CharField(max_length=150, blank=True, help_text="Blank for automatic entries.")
     data = models.JSONField(default=dict, blank=True)
 
@@ -142,6 +154,11 @@ class TimelineEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def shown_text(self) -> str:
+        """The text in the reader's language (an automatic entry), or as it was written."""
+        return shown(self.text_message, fallback=self.text)
 
 
 class AlertRule(models.Model):
@@ -174,9 +191,9 @@ class AlertState(models.Model):
     firing, like Prometheus's `for`."""
 
     class State(models.TextChoices):
-        INACTIVE = "inactive", "inactive"
-        PENDING = "pending", "pending"
-        FIRING = "firing", "firing"
+        INACTIVE = "inactive", _("inactive")
+        PENDING = "pending", _("pending")
+        FIRING = "firing", _("firing")
 
     rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="states")
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="alert_states")
@@ -233,9 +250,9 @@ class MaintenanceWindow(models.Model):
     """Silences alerts for a host or an instance: once, or every day or week at the same time."""
 
     class Recurrence(models.TextChoices):
-        NONE = "none", "once"
-        DAILY = "daily", "every day"
-        WEEKLY = "weekly", "every week"
+        NONE = "none", _("once")
+        DAILY = "daily", _("every day")
+        WEEKLY = "weekly", _("every week")
 
     name = models.CharField(max_length=120)
     host = models.ForeignKey(
@@ -279,8 +296,8 @@ class MaintenanceWindow(models.Model):
 
 class NotificationTarget(models.Model):
     class Kind(models.TextChoices):
-        WEBHOOK = "webhook", "generic JSON webhook"
-        SLACK = "slack", "Slack-compatible webhook"
+        WEBHOOK = "webhook", _("generic JSON webhook")
+        SLACK = "slack", _("Slack-compatible webhook")
 
     name = models.CharField(max_length=120, unique=True)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.WEBHOOK)
@@ -294,9 +311,9 @@ class NotificationTarget(models.Model):
 
 class NotificationDelivery(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        SENT = "sent", "sent"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("pending")
+        SENT = "sent", _("sent")
+        FAILED = "failed", _("failed")
 
     target = models.ForeignKey(NotificationTarget, on_delete=models.CASCADE, related_name="deliveries")
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="deliveries")
@@ -321,10 +338,10 @@ class DrillRun(models.Model):
     progress (in scenario seconds) and, at the end, the report."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "waiting for a worker"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+        PENDING = "pending", _("waiting for a worker")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
 
     scenario = models.CharField(max_length=200, help_text="The shipped scenario's file name.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)

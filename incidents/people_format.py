@@ -7,25 +7,46 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
+from django.utils.translation import gettext_noop
+
+from core.i18n import Message
+
 MISSING = "—"
-_UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))
+_UNITS = (
+    (gettext_noop("%(n)s d"), 86_400),
+    (gettext_noop("%(n)s h"), 3_600),
+    (gettext_noop("%(n)s min"), 60),
+    (gettext_noop("%(n)s s"), 1),
+)
 
 
 def duration(value: float | timedelta | None) -> str:
     """Seconds or a timedelta as '45 s', '9 min 20 s', '2 h 5 min' or '3 d 4 h' (a zero second
     unit is left out: '9 min', '2 h'); None as '—'. Negative values get a minus sign."""
+    message = duration_message(value)
+    return MISSING if message is None else message.translated()
+
+
+def duration_message(value: float | timedelta | None) -> Message | None:
+    """duration() kept as a message (core.i18n), for text stored now and read later in the
+    reader's language (units are words: '9 min 20 s', '9 分钟 20 秒'); None for None."""
     if value is None:
-        return MISSING
+        return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     whole = round(abs(seconds))
-    sign = "−" if seconds < 0 and whole else ""
     index = next(i for i, (_, size) in enumerate(_UNITS) if whole >= size or size == 1)
     (name, size), smaller = _UNITS[index], _UNITS[index + 1 : index + 2]
     first, rest = divmod(whole, size)
-    text = f"{first} {name}"
+    message = Message(name, {"n": first})
     if smaller and rest // smaller[0][1]:
-        text += f" {rest // smaller[0][1]} {smaller[0][0]}"
-    return sign + text
+        # Joined with a space in every language; not a catalogue message of its own.
+        message = Message(
+            "%(larger)s %(smaller)s",
+            {"larger": message, "smaller": Message(smaller[0][0], {"n": rest // smaller[0][1]})},
+        )
+    if seconds < 0 and whole:
+        message = Message("−%(value)s", {"value": message})
+    return message
 
 
 def percent(fraction: float | None) -> str:

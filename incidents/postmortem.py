@@ -3,6 +3,8 @@ follow-ups and the evidence captured when it opened."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
+
 from incidents.lifecycle import acknowledged_by
 from incidents.models import Incident
 from incidents.people_format import duration
@@ -13,47 +15,65 @@ def _when(value) -> str:  # noqa: ANN001
 
 
 def _by(user: str) -> str:
-    return f" by {user}" if user else ""
+    return gettext(" by %(user)s") % {"user": user} if user else ""
 
 
 def postmortem(incident: Incident) -> str:
+    """In the active language; names, keys and times as they are."""
+    names = {
+        "hosts": ", ".join(h.name for h in incident.hosts.all()) or "—",
+        "instances": ", ".join(i.name for i in incident.instances.all()) or "—",
+        "models": ", ".join(incident.models_affected) or "—",
+    }
     lines = [
-        f"# Postmortem: {incident.title}",
+        gettext("# Postmortem: %(title)s") % {"title": incident.shown_title},
         "",
-        f"- Category: {incident.get_category_display()} (`{incident.category}`)",
-        f"- Severity: {incident.severity}; status: {incident.status}",
-        f"- Started: {_when(incident.started_at)}; detected: {_when(incident.detected_at)}",
-        f"- Acknowledged: {_when(incident.acknowledged_at)}{_by(acknowledged_by(incident))}; "
-        f"resolved: {_when(incident.resolved_at)}",
-        f"- Time to acknowledge: {duration(incident.time_to_acknowledge)}",
-        f"- Time to resolve: {duration(incident.time_to_resolve)}",
-        f"- Owner: {incident.owner.get_username() if incident.owner else '—'}",
+        gettext("- Category: %(label)s (`%(key)s`)")
+        % {"label": incident.get_category_display(), "key": incident.category},
+        gettext("- Severity: %(severity)s; status: %(status)s")
+        % {"severity": incident.get_severity_display(), "status": incident.get_status_display()},
+        gettext("- Started: %(started)s; detected: %(detected)s")
+        % {"started": _when(incident.started_at), "detected": _when(incident.detected_at)},
+        gettext("- Acknowledged: %(acknowledged)s%(by)s; resolved: %(resolved)s")
+        % {
+            "acknowledged": _when(incident.acknowledged_at),
+            "by": _by(acknowledged_by(incident)),
+            "resolved": _when(incident.resolved_at),
+        },
+        gettext("- Time to acknowledge: %(duration)s") % {"duration": duration(incident.time_to_acknowledge)},
+        gettext("- Time to resolve: %(duration)s") % {"duration": duration(incident.time_to_resolve)},
+        gettext("- Owner: %(owner)s") % {"owner": incident.owner.get_username() if incident.owner else "—"},
         "",
-        "## Impact",
+        gettext("## Impact"),
         "",
-        f"- Hosts: {', '.join(h.name for h in incident.hosts.all()) or '—'}",
-        f"- Instances: {', '.join(i.name for i in incident.instances.all()) or '—'}",
-        f"- Models: {', '.join(incident.models_affected) or '—'}",
+        gettext("- Hosts: %(hosts)s") % names,
+        gettext("- Instances: %(instances)s") % names,
+        gettext("- Models: %(models)s") % names,
         "",
-        "## Timeline",
+        gettext("## Timeline"),
         "",
     ]
     for entry in incident.timeline.all():
         who = f" ({entry.author})" if entry.author else ""
-        lines.append(f"- {_when(entry.at)}: {entry.get_kind_display()}{who}: {entry.text}".rstrip(": "))
+        lines.append(f"- {_when(entry.at)}: {entry.get_kind_display()}{who}: {entry.shown_text}".rstrip(": "))
     for title, body in (
-        ("Root cause", incident.root_cause),
-        ("Resolution", incident.resolution),
-        ("Follow-up actions", incident.follow_ups),
+        (gettext("Root cause"), incident.root_cause),
+        (gettext("Resolution"), incident.resolution),
+        (gettext("Follow-up actions"), incident.follow_ups),
     ):
         lines += ["", f"## {title}", "", body or "—"]
     evidence = incident.evidence.get("instances", {}) if incident.evidence else {}
     if evidence:
-        lines += ["", "## Evidence when it opened", ""]
+        lines += ["", gettext("## Evidence when it opened"), ""]
         for name, facts in evidence.items():
             findings = "; ".join(
                 f.get("evidence", "") for f in facts.get("findings", []) if f.get("evidence")
             )
-            head = f"- {name} ({facts.get('model', '')} on {facts.get('host', '')}): {facts.get('verdict')}"
+            head = gettext("- %(instance)s (%(model)s on %(host)s): %(verdict)s") % {
+                "instance": name,
+                "model": facts.get("model", ""),
+                "host": facts.get("host", ""),
+                "verdict": facts.get("verdict"),
+            }
             lines.append(head + (f" — {findings}" if findings else ""))
     return "\n".join(lines) + "\n"

@@ -22,10 +22,11 @@ from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from core.taxonomy import CATEGORIES, family, label
 from fleet.models import GpuHost, Instance
-from incidents.models import Incident, Severity, Source, Status
+from incidents.models import CATEGORY_CHOICES, Incident, Severity, Source, Status
 
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys([family(key) for key in CATEGORIES] + ["other"]))
 SHORTCUTS = ("7d", "30d", "90d")
@@ -68,8 +69,11 @@ def parse_moment(value: str, *, now: datetime, end_of_day: bool = False) -> date
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(
-            f"{value!r} is not a time: use 7d, 30d, 90d (days ago), 2w (weeks ago), "
-            "a date like 2025-01-31 or a date and time like 2025-01-31T14:00."
+            gettext(
+                "%(value)s is not a time: use 7d, 30d, 90d (days ago), 2w (weeks ago), "
+                "a date like 2025-01-31 or a date and time like 2025-01-31T14:00."
+            )
+            % {"value": repr(value)}
         ) from None
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
@@ -300,7 +304,7 @@ def review_figures(records: list[IncidentRecord]) -> dict[str, Any]:
         "status": status_counts(records),
         "severity": severity_counts(records),
         "families": [_share(share) for share in family_shares(records)],
-        "categories": [_share(share, label(share.key)) for share in category_shares(records)],
+        "categories": [_share(share, _category_label(share.key)) for share in category_shares(records)],
         "response": {
             "overall": _response(overall),
             "by_family": [_response(times) for times in response_by_family(records)],
@@ -308,6 +312,11 @@ def review_figures(records: list[IncidentRecord]) -> dict[str, Any]:
         "weeks": [_week(week) for week in weekly(records)],
         "top_instances": [{"instance": name, "incidents": n} for name, n in top_instances(records)],
     }
+
+
+def _category_label(key: str) -> str:
+    """The taxonomy's name, or "Other", in the active language."""
+    return str(dict(CATEGORY_CHOICES).get(key, label(key)))
 
 
 def _share(share: Share, title: str | None = None) -> dict[str, Any]:

@@ -7,20 +7,47 @@ read the incidents at the end of the drill."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from core.i18n import Message, later
 from fleet.simulator.scenarios import Expectations, IncidentExpectation, InstanceExpectation
+from incidents import words
 from incidents.drills.observed import IncidentSeen, Observation
 
 
 @dataclass(frozen=True, kw_only=True)
 class CheckResult:
-    expectation: str  # what was expected, in words
+    expectation: str  # what was expected, in words (English)
     ok: bool
-    message: str = ""  # why not, when not
+    message: str = ""  # why not, when not (English)
+    # Both as messages (core.i18n), for the report page in the reader's language.
+    expectation_message: dict[str, Any] = field(default_factory=dict)
+    message_message: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _result(wanted: Message, *, why: Message | None = None) -> CheckResult:
+    """Met when there is no `why`."""
+    return CheckResult(
+        expectation=str(wanted),
+        ok=why is None,
+        message=str(why) if why is not None else "",
+        expectation_message=wanted.to_json(),
+        message_message=why.to_json() if why is not None else {},
+    )
+
+
+def _joined(items: list[Message | str], separator: str) -> Message | str:
+    """Items joined by a separator in every language (not a catalogue message of its own)."""
+    if not items:
+        return ""
+    joined = items[0]
+    for item in items[1:]:
+        joined = Message("%(before)s" + separator + "%(after)s", {"before": joined, "after": item})
+    return joined
 
 
 def check(
@@ -49,46 +76,67 @@ def state_at(observations: list[Observation], *, instance: str, at_s: float) -> 
 
 def _instance(e: InstanceExpectation, observations: list[Observation]) -> CheckResult:
     wanted = _describe(e)
-    prefix = f"{e.instance}: at {e.label}"
+    where = {"instance": e.instance, "time": e.label}
     seen = state_at(observations, instance=e.instance, at_s=e.by_s)
     if seen is None:
-        return CheckResult(
-            expectation=wanted, ok=False, message=f"{prefix} expected {wanted}, saw no judgement yet"
+        why = later(
+            "%(instance)s: at %(time)s expected %(wanted)s, saw no judgement yet", wanted=wanted, **where
         )
+        return _result(wanted, why=why)
     if e.verdicts and seen.verdict not in e.verdicts:
-        return CheckResult(
-            expectation=wanted,
-            ok=False,
-            message=f"{prefix} expected verdict {_or(e.verdicts)}, saw {seen.describe()}",
+        why = later(
+            "%(instance)s: at %(time)s expected verdict %(verdicts)s, saw %(seen)s",
+            verdicts=_or(e.verdicts),
+            seen=seen.describe_message(),
+            **where,
         )
+        return _result(wanted, why=why)
     if e.finding and e.finding not in seen.categories:
-        return CheckResult(
-            expectation=wanted,
-            ok=False,
-            message=f"{prefix} expected finding {e.finding}, saw {seen.describe()}",
+        why = later(
+            "%(instance)s: at %(time)s expected finding %(category)s, saw %(seen)s",
+            category=e.finding,
+            seen=seen.describe_message(),
+            **where,
         )
+        return _result(wanted, why=why)
     if e.no_finding:
         early = [o for o in observations if o.instance == e.instance and o.at_s <= e.by_s]
         hit = next((o for o in early if e.no_finding in o.categories), None)
         if hit is not None:
-            return CheckResult(
-                expectation=wanted,
-                ok=False,
-                message=f"{prefix} expected never {e.no_finding}, "
-                f"saw it at {hit.at_s:g} s ({hit.describe()})",
+            why = later(
+                "%(instance)s: at %(time)s expected never %(category)s, saw it at %(at)s s (%(seen)s)",
+                category=e.no_finding,
+                at=f"{hit.at_s:g}",
+                seen=hit.describe_message(),
+                **where,
             )
-    return CheckResult(expectation=wanted, ok=True)
+            return _result(wanted, why=why)
+    return _result(wanted)
 
 
-def _describe(e: InstanceExpectation) -> str:
-    parts = [f"verdict {_or(e.verdicts)}"] if e.verdicts else []
-    parts += [f"finding {e.finding}"] if e.finding else []
-    parts += [f"never {e.no_finding}"] if e.no_finding else []
-    return f"{e.instance} by {e.label}: " + ", ".join(parts)
+def _describe(e: InstanceExpectation) -> Message:
+    parts: list[Message | str] = (
+        [later("verdict %(verdicts)s", verdicts=_or(e.verdicts))] if e.verdicts else []
+    )
+    parts += [later("finding %(category)s", category=e.finding)] if e.finding else []
+    parts += [later("never %(category)s", category=e.no_finding)] if e.no_finding else []
+    return later(
+        "%(instance)s by %(time)s: %(wanted)s", instance=e.instance, time=e.label, wanted=_joined(parts, ", ")
+    )
 
 
-def _or(values: tuple[str, ...]) -> str:
-    return " or ".join(values)
+def _or(values: tuple[str, ...]) -> Message | str:
+    if len(values) <= 1:
+        return words.verdict(values[0]) if values else ""
+    return later("%(some)s or %(last)s", some=_or(values[:-1]), last=words.verdict(values[-1]))
+
+
+def _on(category: str, instances: tuple[str, ...], *, host: bool = False) -> Message:
+    """An incident as the checks name it: its category on its instances."""
+    names = ", ".join(instances)
+    if host:
+        return later("host %(category)s on %(instances)s", category=category, instances=names)
+    return later("%(category)s on %(instances)s", category=category, instances=names)
 
 
 def _count(expect: Expectations, incidents: list[IncidentSeen]) -> list[CheckResult]:
@@ -96,19 +144,20 @@ def _count(expect: Expectations, incidents: list[IncidentSeen]) -> list[CheckRes
     if low is None and high is None:
         return []
     wanted = (
-        f"{low} incident(s)"
+        later("%(count)s incident(s)", count=low)
         if low == high
-        else f"between {low or 0} and {high if high is not None else 'any'} incidents"
+        else later(
+            "between %(low)s and %(high)s incidents",
+            low=low or 0,
+            high=high if high is not None else later("any"),
+        )
     )
     ok = (low is None or n >= low) and (high is None or n <= high)
-    listed = "; ".join(f"{i.category} on {', '.join(i.instances)}" for i in incidents) or "none"
-    return [
-        CheckResult(
-            expectation=wanted,
-            ok=ok,
-            message="" if ok else f"incidents: expected {wanted}, saw {n} ({listed})",
-        )
-    ]
+    listed = _joined([_on(i.category, i.instances) for i in incidents], "; ") or later("none")
+    why = later(
+        "incidents: expected %(wanted)s, saw %(count)s (%(listed)s)", wanted=wanted, count=n, listed=listed
+    )
+    return [_result(wanted, why=None if ok else why)]
 
 
 def _items(items: tuple[IncidentExpectation, ...], incidents: list[IncidentSeen]) -> list[CheckResult]:
@@ -120,25 +169,23 @@ def _items(items: tuple[IncidentExpectation, ...], incidents: list[IncidentSeen]
             None,
         )
         if match is None:
-            results.append(
-                CheckResult(
-                    expectation=wanted,
-                    ok=False,
-                    message=f"incidents: expected {wanted}, {_near(item, incidents)}",
-                )
-            )
+            why = later("incidents: expected %(wanted)s, %(why)s", wanted=wanted, why=_near(item, incidents))
+            results.append(_result(wanted, why=why))
             continue
         used.add(match)
         found = incidents[match]
         late = item.by_s is not None and found.opened_at_s > item.by_s
         few = found.fired < item.min_fired
         if late or few:
-            why = f"opened at {found.opened_at_s:g} s" if late else f"it fired {found.fired} time(s)"
-            results.append(
-                CheckResult(expectation=wanted, ok=False, message=f"incidents: expected {wanted}, {why}")
+            because = (
+                later("opened at %(at)s s", at=f"{found.opened_at_s:g}")
+                if late
+                else later("it fired %(count)s time(s)", count=found.fired)
             )
+            why = later("incidents: expected %(wanted)s, %(why)s", wanted=wanted, why=because)
+            results.append(_result(wanted, why=why))
         else:
-            results.append(CheckResult(expectation=wanted, ok=True))
+            results.append(_result(wanted))
     return results
 
 
@@ -150,39 +197,44 @@ def _matches(item: IncidentExpectation, incident: IncidentSeen) -> bool:
     )
 
 
-def _describe_item(item: IncidentExpectation) -> str:
-    text = f"{'a host' if item.host else 'an'} incident {item.category} grouping {', '.join(item.instances)}"
+def _describe_item(item: IncidentExpectation) -> Message:
+    values = {"category": item.category, "instances": ", ".join(item.instances)}
+    text = (
+        later("a host incident %(category)s grouping %(instances)s", **values)
+        if item.host
+        else later("an incident %(category)s grouping %(instances)s", **values)
+    )
     if item.by_s is not None:
-        text += f" by {item.label}"
+        text = later("%(wanted)s by %(time)s", wanted=text, time=item.label)
     if item.min_fired > 1:
-        text += f", fired at least {item.min_fired} times"
+        text = later("%(wanted)s, fired at least %(count)s times", wanted=text, count=item.min_fired)
     return text
 
 
-def _near(item: IncidentExpectation, incidents: list[IncidentSeen]) -> str:
+def _near(item: IncidentExpectation, incidents: list[IncidentSeen]) -> Message:
     close = [i for i in incidents if set(i.instances) & set(item.instances) or i.category == item.category]
     if not close:
-        return "saw none"
-    return "saw " + "; ".join(
-        f"{'host ' if i.host else ''}{i.category} on {', '.join(i.instances)}" for i in close
-    )
+        return later("saw none")
+    listed = _joined([_on(i.category, i.instances, host=i.host) for i in close], "; ")
+    return later("saw %(listed)s", listed=listed)
 
 
 def _none_for(name: str, incidents: list[IncidentSeen]) -> CheckResult:
     touching = [i for i in incidents if name in i.instances]
-    wanted = f"no incident on {name}"
+    wanted = later("no incident on %(instance)s", instance=name)
     if not touching:
-        return CheckResult(expectation=wanted, ok=True)
+        return _result(wanted)
     listed = "; ".join(i.category for i in touching)
-    return CheckResult(expectation=wanted, ok=False, message=f"{name}: expected no incident, saw {listed}")
+    return _result(
+        wanted, why=later("%(instance)s: expected no incident, saw %(listed)s", instance=name, listed=listed)
+    )
 
 
 def _not_reopened(incidents: list[IncidentSeen]) -> CheckResult:
-    wanted = "no incident reopened by another fault"
+    wanted = later("no incident reopened by another fault")
     reopened = [i for i in incidents if i.reopened_by_other_fault]
     if not reopened:
-        return CheckResult(expectation=wanted, ok=True)
-    listed = "; ".join(f"{i.category} on {', '.join(i.instances)}" for i in reopened)
-    return CheckResult(
-        expectation=wanted, ok=False, message=f"incidents: expected {wanted}, saw {listed} reopened"
-    )
+        return _result(wanted)
+    listed = _joined([_on(i.category, i.instances) for i in reopened], "; ")
+    why = later("incidents: expected %(wanted)s, saw %(listed)s reopened", wanted=wanted, listed=listed)
+    return _result(wanted, why=why)

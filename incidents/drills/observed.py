@@ -7,7 +7,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from core.i18n import Message, later
 from fleet.models import InstanceState
+from incidents import words
 from incidents.models import Incident, TimelineEntry
 
 FIRED = (TimelineEntry.Kind.OPENED, TimelineEntry.Kind.ALERT_FIRED)
@@ -21,7 +23,17 @@ class Observation:
     categories: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        return self.verdict + (f" ({', '.join(self.categories)})" if self.categories else "")
+        return str(self.describe_message())
+
+    def describe_message(self) -> Message | str:
+        """The verdict, and the findings' categories when there are any."""
+        if not self.categories:
+            return words.verdict(self.verdict)
+        return later(
+            "%(verdict)s (%(categories)s)",
+            verdict=words.verdict(self.verdict),
+            categories=", ".join(self.categories),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +49,7 @@ class Entry:
     kind: str
     text: str
     instance: str = ""
+    message: dict[str, Any] = field(default_factory=dict)  # the text as a message (core.i18n)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +63,7 @@ class IncidentSeen:
     fired: int  # the opening and every later firing
     reopened_by_other_fault: bool
     timeline: tuple[Entry, ...] = field(default_factory=tuple)
+    title_message: dict[str, Any] = field(default_factory=dict)  # the title as a message (core.i18n)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +111,7 @@ def incidents_seen(
                 kind=e.kind,
                 text=_renamed(e.text, renames),
                 instance=by_name.get(e.data.get("instance", ""), ""),
+                message=_renamed_message(e.text_message, renames),
             )
             for e in incident.timeline.all()
         ]
@@ -111,6 +126,7 @@ def incidents_seen(
                 fired=sum(1 for e in entries if e.kind in FIRED),
                 reopened_by_other_fault=_reopened_by_other(entries, faults),
                 timeline=tuple(entries),
+                title_message=_renamed_message(incident.title_message, renames),
             )
         )
     return sorted(seen, key=lambda i: (i.opened_at_s, i.category))
@@ -135,6 +151,21 @@ def _renamed(text: str, renames: dict[str, str]) -> str:
     for real, short in sorted(renames.items(), key=lambda r: -len(r[0])):
         text = text.replace(real, short)
     return text
+
+
+def _renamed_message(stored: dict[str, Any], renames: dict[str, str]) -> dict[str, Any]:
+    """A stored message with the scratch names in its values renamed, like its text."""
+    if not stored:
+        return {}
+    params = {
+        key: _renamed_message(value, renames)
+        if isinstance(value, dict)
+        else _renamed(value, renames)
+        if isinstance(value, str)
+        else value
+        for key, value in (stored.get("params") or {}).items()
+    }
+    return {"msgid": stored.get("msgid", ""), "params": params}
 
 
 def scenario_clock(*, started: datetime, time_scale: float):  # noqa: ANN201

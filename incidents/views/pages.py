@@ -14,13 +14,15 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.htmx import wants_partial
+from core.i18n import later
 from core.roles import Role, has_role, role_required
 from diagnostics.models import SavedWalkthrough, TriageRun
 from fleet import charts
-from incidents import lifecycle, notes
+from incidents import lifecycle, notes, words
 from incidents.forms import IncidentForm, NoteForm
 from incidents.models import Incident, Severity, Source, Status, TimelineEntry
 from incidents.postmortem import postmortem
@@ -50,7 +52,7 @@ def index(request: HttpRequest) -> HttpResponse:
         "chosen": chosen,
         "statuses": Status.choices,
         "severities": Severity.choices,
-        "sources": [(ALL_SOURCES, "any source, drills too"), *Source.choices],
+        "sources": [(ALL_SOURCES, _("any source, drills too")), *Source.choices],
     }
     return render(request, "incidents/index.html", context)
 
@@ -208,10 +210,11 @@ def attach(request: HttpRequest, pk: int) -> HttpResponse:
     elif run_id := request.POST.get("triage"):
         run = get_object_or_404(TriageRun, pk=run_id, status=TriageRun.Status.DONE)
         result = run.result or {}
+        found = words.category(result["category"]) if result.get("category") else later("no known failure")
         TimelineEntry.objects.create(
-            incident=incident, kind=TimelineEntry.Kind.TRIAGE,
-            text=f"{run.filename}: {result.get('category_label') or 'no known failure'}", author=user,
+            incident=incident, kind=TimelineEntry.Kind.TRIAGE, author=user,
             data={"triage": run.pk, "category": result.get("category"), "cause": result.get("root_cause")},
+            **lifecycle.entry_text(later("%(file)s: %(found)s", file=run.filename, found=found)),
         )  # fmt: skip
     return redirect(incident)
 

@@ -14,9 +14,12 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from core.roles import Role, role_required
 from fleet.models import GpuHost, Instance
+from incidents import words
 from incidents.models import CATEGORY_CHOICES, Severity, Status
 from incidents.stats import (
     ALL_TIME,
@@ -31,7 +34,7 @@ from incidents.stats import (
     review_figures,
 )
 
-ANY = [("", "any")]
+ANY = [("", _("any"))]
 
 
 def _text(datalist: str | None, placeholder: str) -> forms.TextInput:
@@ -40,15 +43,27 @@ def _text(datalist: str | None, placeholder: str) -> forms.TextInput:
 
 
 class ReviewFilterForm(forms.Form):
-    since = forms.CharField(required=False, widget=_text("since-shortcuts", "30d, 2w or 2025-01-31"))
-    until = forms.CharField(required=False, widget=_text(None, "now, or 2025-01-31"))
-    family = forms.ChoiceField(required=False, choices=ANY + [(key, key) for key in FAMILIES])
-    category = forms.ChoiceField(required=False, choices=ANY + CATEGORY_CHOICES)
-    severity = forms.ChoiceField(required=False, choices=ANY + Severity.choices)
-    status = forms.ChoiceField(required=False, choices=ANY + Status.choices)
-    host = forms.CharField(required=False, max_length=63, widget=_text("host-names", "any"))
-    instance = forms.CharField(required=False, max_length=63, widget=_text("instance-names", "any"))
-    model = forms.CharField(required=False, max_length=200, widget=_text("model-names", "any"))
+    since = forms.CharField(
+        required=False, label=_("Since"), widget=_text("since-shortcuts", _("30d, 2w or 2025-01-31"))
+    )
+    until = forms.CharField(required=False, label=_("Until"), widget=_text(None, _("now, or 2025-01-31")))
+    family = forms.ChoiceField(
+        required=False,
+        label=_("Family"),
+        choices=ANY + [(key, words.FAMILIES.get(key, key)) for key in FAMILIES],
+    )
+    category = forms.ChoiceField(required=False, label=_("Category"), choices=ANY + CATEGORY_CHOICES)
+    severity = forms.ChoiceField(required=False, label=_("Severity"), choices=ANY + Severity.choices)
+    status = forms.ChoiceField(required=False, label=_("Status"), choices=ANY + Status.choices)
+    host = forms.CharField(
+        required=False, label=_("Host"), max_length=63, widget=_text("host-names", _("any"))
+    )
+    instance = forms.CharField(
+        required=False, label=_("Instance"), max_length=63, widget=_text("instance-names", _("any"))
+    )
+    model = forms.CharField(
+        required=False, label=_("Model"), max_length=200, widget=_text("model-names", _("any"))
+    )
 
     def __init__(self, *args: Any, now: datetime | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,7 +88,7 @@ class ReviewFilterForm(forms.Form):
         cleaned = super().clean()
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until and until <= since:
-            self.add_error("until", "Until must come after since.")
+            self.add_error("until", gettext("Until must come after since."))
         return cleaned
 
     def to_filters(self) -> ReviewFilters:
@@ -160,14 +175,22 @@ def _figure(traces: list, **layout: Any) -> dict:
 
 def _charts(figures: dict[str, Any]) -> list[dict[str, Any]]:
     charts = [
-        ("families", "Share by family", _family_pie(figures["families"])),
-        ("response", "MTTA and MTTR by family (mean, minutes)", _response_bars(figures["response"])),
-        ("weekly-count", "Incidents per week", _weekly_counts(figures["weeks"])),
-        ("weekly-response", "MTTA and MTTR per week (mean, minutes)", _weekly_response(figures["weeks"])),
+        ("families", gettext("Share by family"), _family_pie(figures["families"])),
+        ("response", gettext("MTTA and MTTR by family (mean, minutes)"), _response_bars(figures["response"])),
+        ("weekly-count", gettext("Incidents per week"), _weekly_counts(figures["weeks"])),
+        (
+            "weekly-response",
+            gettext("MTTA and MTTR per week (mean, minutes)"),
+            _weekly_response(figures["weeks"]),
+        ),
     ]
     if figures["top_instances"]:
         charts.append(
-            ("instances", "Instances with the most incidents", _instance_bars(figures["top_instances"]))
+            (
+                "instances",
+                gettext("Instances with the most incidents"),
+                _instance_bars(figures["top_instances"]),
+            )
         )
     return [
         {"id": key, "title": title, "figure_id": f"{key}-figure", "figure": figure}
@@ -176,40 +199,45 @@ def _charts(figures: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _family_pie(families: list[dict]) -> dict:
-    labels, counts = [f["key"] for f in families], [f["count"] for f in families]
+    labels, counts = [words.family(f["key"]) for f in families], [f["count"] for f in families]
     return _figure([go.Pie(labels=labels, values=counts, sort=False, hole=0.4)])
 
 
 def _response_bars(response: dict) -> dict:
-    names = [item["key"] for item in response["by_family"]]
+    names = [words.family(item["key"]) for item in response["by_family"]]
     traces = [
-        go.Bar(
-            name=f"{which.upper()} mean", x=names, y=[item[which]["mean"] for item in response["by_family"]]
-        )
+        go.Bar(name=_mean(which), x=names, y=[item[which]["mean"] for item in response["by_family"]])
         for which in ("mtta", "mttr")
     ]
-    return _figure(traces, barmode="group", yaxis={"title": "minutes"})
+    return _figure(traces, barmode="group", yaxis={"title": gettext("minutes")})
+
+
+def _mean(which: str) -> str:
+    """A trace's name: "MTTA mean", "MTTR mean"."""
+    return gettext("%(measure)s mean") % {"measure": which.upper()}
 
 
 def _weekly_counts(weeks: list[dict]) -> dict:
     trace = go.Scatter(x=[w["week"] for w in weeks], y=[w["incidents"] for w in weeks], mode="lines+markers")
-    return _figure([trace], yaxis={"title": "incidents", "rangemode": "tozero"})
+    return _figure([trace], yaxis={"title": gettext("incidents"), "rangemode": "tozero"})
 
 
 def _weekly_response(weeks: list[dict]) -> dict:
     traces = [
         go.Scatter(
-            name=f"{which.upper()} mean",
+            name=_mean(which),
             x=[w["week"] for w in weeks],
             y=[w[which]["mean"] for w in weeks],
             mode="lines+markers",
         )
         for which in ("mtta", "mttr")
     ]
-    return _figure(traces, yaxis={"title": "minutes", "rangemode": "tozero"})
+    return _figure(traces, yaxis={"title": gettext("minutes"), "rangemode": "tozero"})
 
 
 def _instance_bars(top: list[dict]) -> dict:
     top = list(reversed(top))  # plotly draws the first bar at the bottom
     trace = go.Bar(x=[i["incidents"] for i in top], y=[i["instance"] for i in top], orientation="h")
-    return _figure([trace], margin={"l": 140, "r": 10, "t": 10, "b": 40}, xaxis={"title": "incidents"})
+    return _figure(
+        [trace], margin={"l": 140, "r": 10, "t": 10, "b": 40}, xaxis={"title": gettext("incidents")}
+    )
