@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.i18n import shown
@@ -74,7 +74,7 @@ class SizingForm(forms.Form):
         widget=NameSelect(names=True),
     )
     gpu = forms.ChoiceField(label="GPU", choices=gpu_catalog.choices, widget=NameSelect(names=True))
-    gpus = _int(_("GPUs"), maximum=64, initial=1, required=True)
+    gpus = _int(pgettext_lazy("sizing: how many", "GPUs"), maximum=64, initial=1, required=True)
     tensor_parallel_size = _int(
         flag("--tensor-parallel-size"), maximum=64, help_text=_("Blank: all GPUs of one replica.")
     )

@@ -59,7 +59,9 @@ class GpuFilterSet(_SearchFilterSet):
     host = django_filters.ModelChoiceFilter(
         queryset=GpuHost.objects.all(), to_field_name="name", label=_("Host")
     )
-    model = django_filters.ChoiceFilter(choices=gpu_catalog.choices, label=_("Model"), widget=_PRODUCT_NAMES)
+    model = django_filters.ChoiceFilter(
+        choices=gpu_catalog.choices, label=pgettext_lazy("GPU", "Model"), widget=_PRODUCT_NAMES
+    )
     mig_mode = django_filters.ChoiceFilter(choices=MigMode.choices, label=_("MIG mode"))
     sort = django_filters.OrderingFilter(
         fields=(("host__name", "host"), ("index", "index"), ("model", "model"), ("memory_mib", "memory")),

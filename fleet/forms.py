@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from fleet import sharing
 from fleet.models import Gateway, Gpu, GpuHost, Instance
@@ -63,7 +64,7 @@ class GpuForm(forms.ModelForm):
         labels = {
             "host": _("Host"),
             "index": _("Index"),
-            "model": _("Model"),
+            "model": pgettext_lazy("GPU", "Model"),
             "form_factor": _("Form factor"),
         }
         widgets = {"model": forms.Select(attrs={"translate": "no"})}  # product names

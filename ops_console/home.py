@@ -114,7 +114,7 @@ def open_incidents(*, limit: int = INCIDENT_LIMIT) -> tuple[list[IncidentGroup],
 
 def _problem(instance: Instance, state: str) -> InstanceProblem:
     stored = instance.state
-    label = instance.state_label if state != "stale" else str(_("stale"))
+    label = instance.state_text if state != "stale" else str(_("stale"))
     return InstanceProblem(
         instance=instance,
         state=state,

@@ -6,7 +6,7 @@ file paths, model and host names, units. Templates mark those by putting them in
 "do not translate this"). Everything else a person reads must be Chinese. Words in
 ZH_KEEPS (zh_identifiers.txt beside this file: product names and terms the guide itself
 writes in English) and words with digits, underscores, dots, slashes, inner capitals or
-all capitals (GPU, vLLM, bf16, max_num_seqs) are identifiers too.
+all capitals (GPU, vLLM, bf16, max_num_seqs) and flags (--max-num-seqs) are identifiers too.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ TOKEN = re.compile(r"[A-Za-z0-9_./:@#%+-]*[A-Za-z][A-Za-z0-9_./:@#%+'-]*")
 
 
 def is_english_word(token: str, names: set[str]) -> bool:
+    if token.startswith("--"):  # a command-line flag, where markup cannot go (an attribute)
+        return False
     token = token.strip("-'.:/#%+@")
     if len(token) < 2 or token.lower() in names or token.lower() in ZH_KEEPS:
         return False

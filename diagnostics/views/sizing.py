@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.html import strip_tags
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -98,7 +99,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         for name in COMPARE_INPUTS:  # the table's row header is not the field's label
             field = form.fields[name]
             field.widget.attrs["aria-label"] = gettext("%(field)s, set-up %(setup)s") % {
-                "field": field.label,
+                "field": strip_tags(str(field.label)),
                 "setup": prefix.upper(),
             }
         columns.append({"prefix": prefix, "form": form, "active": chosen, **(sized(form) if chosen else {})})

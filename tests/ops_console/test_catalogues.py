@@ -74,3 +74,21 @@ def test_translations_keep_their_sources_placeholders_and_markup(catalogue):
             if sorted(TAG.findall(entry.msgid)) != sorted(TAG.findall(text)):
                 wrong.append(f"markup: {entry.msgid!r} -> {text!r}")
     assert not wrong, f"{catalogue}:\n" + "\n".join(wrong[:20])
+
+
+def test_a_message_in_two_catalogues_reads_the_same_in_both():
+    """At run time the catalogues merge and the first in LOCALE_PATHS wins: a message two
+    areas share must say the same in both, or take a context (pgettext) where it means
+    something else."""
+    seen: dict[tuple[str | None, str], tuple[str, str]] = {}
+    differ = []
+    for catalogue in CATALOGUES:
+        for entry in _po(catalogue).translated_entries():
+            if entry.msgid_plural:
+                continue
+            key = (entry.msgctxt, entry.msgid)
+            if key in seen and seen[key][1] != entry.msgstr:
+                first, said = seen[key]
+                differ.append(f"{entry.msgid!r}: {first} {said!r}, {catalogue} {entry.msgstr!r}")
+            seen.setdefault(key, (catalogue, entry.msgstr))
+    assert not differ, f"{len(differ)} shared messages read differently:\n" + "\n".join(differ)

@@ -21,7 +21,7 @@ def test_every_page_reads_in_chinese_for_the_roles_that_open_it(client, cast, te
     fleet = make_fleet()
     path = template.format(**{name: obj.pk for name, obj in fleet.items()})
     client.force_login(cast.admin if PAGES[template] > Role.VIEWER else cast.viewer)
-    response = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9,en;q=0.5")
+    response = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9,en;q=0.5", follow=True)
     assert_speaks_chinese(response, names=names(fleet), where=path)
 
 
@@ -52,8 +52,8 @@ def test_every_page_lists_in_both_languages_with_the_same_links(client, cast):
     fleet = make_fleet()
     client.force_login(cast.admin)
     for path in pages(fleet):
-        english = client.get(path, HTTP_ACCEPT_LANGUAGE="en").content.decode()
-        chinese = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+        english = client.get(path, HTTP_ACCEPT_LANGUAGE="en", follow=True).content.decode()
+        chinese = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN", follow=True).content.decode()
         assert english.count("<a ") == chinese.count("<a "), path
 
 
@@ -68,6 +68,6 @@ def test_no_page_shows_a_raw_value_in_either_language(client, cast, language):
     client.force_login(cast.admin)
     raw = []
     for path in pages(fleet):
-        html = client.get(path, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        html = client.get(path, HTTP_ACCEPT_LANGUAGE=language, follow=True).content.decode()
         raw += [f"{path}: {text.strip()[:100]!r}" for text in visible_texts(html) if RAW_VALUES.search(text)]
     assert not raw, "\n".join(raw)
