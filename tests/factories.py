@@ -66,3 +66,22 @@ def make_gateway(*, instances: list[Instance] | None = None, **fields) -> Gatewa
     if instances:
         gateway.instances.set(instances)
     return gateway
+
+
+def instance_form_data(host, **overrides) -> dict:
+    """What the instance form posts for a plain vLLM instance on `host`, with `overrides`."""
+    data = {
+        "name": "vllm-new",
+        "host": host.pk,
+        "engine": "vllm",
+        "base_url": "http://10.0.0.5:8000",
+        "served_model_name": "m",
+        "tensor_parallel_size": 1,
+        "pipeline_parallel_size": 1,
+        "gpu_memory_utilization": 0.9,
+        "dtype": "auto",
+        "kv_cache_dtype": "auto",
+        "enabled": "on",
+    }
+    data.update(overrides)
+    return data

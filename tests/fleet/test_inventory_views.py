@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from fleet.models import ChangeLogEntry, Gpu, GpuHost, Instance
 from tests.conftest import HTMX_HEADERS
-from tests.factories import make_gateway, make_gpu, make_host, make_instance
+from tests.factories import instance_form_data, make_gateway, make_gpu, make_host, make_instance
 
 pytestmark = pytest.mark.django_db
 
@@ -185,20 +185,7 @@ def test_editing_a_host_logs_only_the_fields_that_changed(sre_client):
 def test_an_instance_form_rejects_gpus_that_do_not_match_the_parallel_size(sre_client):
     host = make_host()
     gpus = [make_gpu(host, index=i) for i in range(2)]
-    data = {
-        "name": "vllm-x",
-        "host": host.pk,
-        "gpus": [g.pk for g in gpus],
-        "engine": "vllm",
-        "base_url": "http://10.0.0.9:8000",
-        "served_model_name": "m",
-        "tensor_parallel_size": 1,
-        "pipeline_parallel_size": 1,
-        "gpu_memory_utilization": 0.9,
-        "dtype": "auto",
-        "kv_cache_dtype": "auto",
-        "enabled": "on",
-    }
+    data = instance_form_data(host, name="vllm-x", gpus=[g.pk for g in gpus], base_url="http://10.0.0.9:8000")
     response = sre_client.post(reverse("fleet:instance-create"), data)
     assert "1 x 1 = 1" in response.content.decode()
     assert not Instance.objects.exists()
@@ -328,24 +315,6 @@ def test_every_sort_and_page_link_is_a_plain_query_string_that_works(viewer_clie
 # Sharing a base URL or GPUs
 
 
-def instance_form(host, **overrides):
-    data = {
-        "name": "vllm-new",
-        "host": host.pk,
-        "engine": "vllm",
-        "base_url": "http://10.0.0.5:8000",
-        "served_model_name": "m",
-        "tensor_parallel_size": 1,
-        "pipeline_parallel_size": 1,
-        "gpu_memory_utilization": 0.9,
-        "dtype": "auto",
-        "kv_cache_dtype": "auto",
-        "enabled": "on",
-    }
-    data.update(overrides)
-    return data
-
-
 OVERRIDE_BOX = 'name="allow_shared"'
 
 
@@ -354,13 +323,13 @@ def test_the_instance_form_refuses_a_base_url_another_instance_serves_until_told
     make_instance(host, name="vllm-b", base_url="http://10.0.0.5:8000")
     assert OVERRIDE_BOX not in sre_client.get(reverse("fleet:instance-create")).content.decode()
     refused = sre_client.post(
-        reverse("fleet:instance-create"), instance_form(host, base_url="HTTP://10.0.0.5:8000/")
+        reverse("fleet:instance-create"), instance_form_data(host, base_url="HTTP://10.0.0.5:8000/")
     )
     content = refused.content.decode()
     assert refused.status_code == 200 and "vllm-b already serves http://10.0.0.5:8000." in content
     assert OVERRIDE_BOX in content and "Save anyway (shared on purpose)" in content
     assert not Instance.objects.filter(name="vllm-new").exists()
-    data = instance_form(host, base_url="HTTP://10.0.0.5:8000/", allow_shared="on")
+    data = instance_form_data(host, base_url="HTTP://10.0.0.5:8000/", allow_shared="on")
     assert sre_client.post(reverse("fleet:instance-create"), data).status_code == 302
     assert Instance.objects.filter(name="vllm-new").exists()
 
@@ -369,7 +338,7 @@ def test_the_instance_form_refuses_a_gpu_another_instance_uses(sre_client):
     host = make_host(name="node-a")
     gpu = make_gpu(host, index=0)
     make_instance(host, name="vllm-b", gpus=[gpu])
-    data = instance_form(host, gpus=[gpu.pk])
+    data = instance_form_data(host, gpus=[gpu.pk])
     content = sre_client.post(reverse("fleet:instance-create"), data).content.decode()
     assert "node-a/gpu0 is already used by vllm-b." in content and OVERRIDE_BOX in content
     assert not Instance.objects.filter(name="vllm-new").exists()
@@ -398,7 +367,7 @@ def test_editing_an_instance_shared_on_purpose_does_not_ask_again_for_the_same_s
     make_instance(host, name="vllm-b", base_url="http://10.0.0.5:8000", gpus=gpus[:1])
     mine = make_instance(host, name="vllm-a", base_url="http://10.0.0.5:8000", gpus=gpus[:1])
     edit = reverse("fleet:instance-edit", args=[mine.pk])
-    data = instance_form(host, name="vllm-a", gpus=[gpus[0].pk], max_model_len=4096)
+    data = instance_form_data(host, name="vllm-a", gpus=[gpus[0].pk], max_model_len=4096)
     assert sre_client.post(edit, data).status_code == 302
     mine.refresh_from_db()
     assert mine.max_model_len == 4096

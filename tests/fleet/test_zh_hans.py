@@ -17,7 +17,7 @@ from fleet import change_tracking, inventory_io
 from fleet.models import Gateway, Gpu, GpuHost, Instance, InstanceState
 from fleet.sharing import conflict_messages, sharing_by_instance
 from incidents.models import MaintenanceWindow
-from tests.factories import make_gateway, make_gpu, make_host, make_instance
+from tests.factories import instance_form_data, make_gateway, make_gpu, make_host, make_instance
 from tests.zh import assert_speaks_chinese, english_left
 
 pytestmark = pytest.mark.django_db
@@ -200,28 +200,10 @@ def test_a_long_list_pages_in_chinese(admin, fleet):
     assert "第 2 页，共 2 页" in page and "上一页" in page and "降序排列" in page
 
 
-def _instance_form(host, **overrides) -> dict:
-    data = {
-        "name": "vllm-new",
-        "host": host.pk,
-        "engine": "vllm",
-        "base_url": "http://10.0.0.5:8000",
-        "served_model_name": "m",
-        "tensor_parallel_size": 1,
-        "pipeline_parallel_size": 1,
-        "gpu_memory_utilization": 0.9,
-        "dtype": "auto",
-        "kv_cache_dtype": "auto",
-        "enabled": "on",
-    }
-    data.update(overrides)
-    return data
-
-
 def test_forms_with_validation_errors_read_in_chinese(admin, fleet):
     shared = admin.post(
         reverse("fleet:instance-create"),
-        _instance_form(fleet.rack_a, gpus=[fleet.gpus[1].pk, fleet.gpus[2].pk]),
+        instance_form_data(fleet.rack_a, gpus=[fleet.gpus[1].pk, fleet.gpus[2].pk]),
         **ZH,
     )
     assert_speaks_chinese(shared, names=fleet.names, where="instance form, shared")
@@ -231,13 +213,13 @@ def test_forms_with_validation_errors_read_in_chinese(admin, fleet):
 
     shared_gpu = admin.post(
         reverse("fleet:instance-create"),
-        _instance_form(fleet.rack_a, base_url="http://10.0.0.9:8000", gpus=[fleet.gpus[0].pk]),
+        instance_form_data(fleet.rack_a, base_url="http://10.0.0.9:8000", gpus=[fleet.gpus[0].pk]),
         **ZH,
     )
     assert "rack-a/gpu0 已被 vllm-a, vllm-b 使用。" in shared_gpu.content.decode()
 
     bad_url = admin.post(
-        reverse("fleet:instance-create"), _instance_form(fleet.rack_a, base_url="ftp://x"), **ZH
+        reverse("fleet:instance-create"), instance_form_data(fleet.rack_a, base_url="ftp://x"), **ZH
     )
     assert_speaks_chinese(bad_url, names=fleet.names, where="instance form, bad URL")
     assert "https://</span> 开头的 URL。" in bad_url.content.decode()
