@@ -97,6 +97,10 @@ class InstanceSizing(models.Model):
         max_length=300, blank=True, help_text=_("Why it could not be sized, if it could not.")
     )
 
+    class Meta:
+        verbose_name = _("instance sizing")
+        verbose_name_plural = _("instance sizings")
+
     def __str__(self) -> str:
         return f"sizing of {self.instance}"
 
@@ -147,6 +151,8 @@ class CapacityFinding(models.Model):
     objects = CapacityFindingQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("capacity finding")
+        verbose_name_plural = _("capacity findings")
         ordering = ["-last_seen"]
         constraints = [
             models.UniqueConstraint(
@@ -213,6 +219,8 @@ class SavedWalkthrough(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("saved walkthrough")
+        verbose_name_plural = _("saved walkthroughs")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -240,6 +248,8 @@ class TriageRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("triage run")
+        verbose_name_plural = _("triage runs")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class FleetConfig(AppConfig):
     name = "fleet"
-    verbose_name = "Fleet inventory"
+    verbose_name = _("Fleet inventory")

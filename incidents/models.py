@@ -88,6 +88,8 @@ class Incident(models.Model):
     objects = IncidentQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("incident")
+        verbose_name_plural = _("incidents")
         ordering = ["-started_at"]
         constraints = [
             models.UniqueConstraint(
@@ -150,6 +152,8 @@ class TimelineEntry(models.Model):
     data = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("timeline entry")
+        verbose_name_plural = _("timeline entries")
         ordering = ["at", "id"]
 
     def __str__(self) -> str:
@@ -180,6 +184,8 @@ class AlertRule(models.Model):
     description = models.TextField(blank=True)
 
     class Meta:
+        verbose_name = _("alert rule")
+        verbose_name_plural = _("alert rules")
         ordering = ["key"]
 
     def __str__(self) -> str:
@@ -206,6 +212,8 @@ class AlertState(models.Model):
     incident = models.ForeignKey(Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
+        verbose_name = _("alert state")
+        verbose_name_plural = _("alert states")
         constraints = [
             models.UniqueConstraint(fields=["rule", "instance"], name="incidents_one_state_per_rule")
         ]
@@ -234,6 +242,8 @@ class ReceivedAlert(models.Model):
     )
 
     class Meta:
+        verbose_name = _("received alert")
+        verbose_name_plural = _("received alerts")
         ordering = ["-last_received"]
 
     def __str__(self) -> str:
@@ -270,6 +280,8 @@ class MaintenanceWindow(models.Model):
     objects = MaintenanceWindowQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("maintenance window")
+        verbose_name_plural = _("maintenance windows")
         ordering = ["starts_at"]
         constraints = [
             models.CheckConstraint(
@@ -305,6 +317,10 @@ class NotificationTarget(models.Model):
     enabled = models.BooleanField(default=True)
     min_severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.MAJOR)
 
+    class Meta:
+        verbose_name = _("notification target")
+        verbose_name_plural = _("notification targets")
+
     def __str__(self) -> str:
         return self.name
 
@@ -327,6 +343,8 @@ class NotificationDelivery(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("notification delivery")
+        verbose_name_plural = _("notification deliveries")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -355,6 +373,8 @@ class DrillRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("drill run")
+        verbose_name_plural = _("drill runs")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -1,4 +1,5 @@
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class WorkerHeartbeat(models.Model):
@@ -6,6 +7,10 @@ class WorkerHeartbeat(models.Model):
 
     worker = models.CharField(max_length=200, unique=True)
     beat_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = _("worker heartbeat")
+        verbose_name_plural = _("worker heartbeats")
 
     def __str__(self) -> str:
         return f"{self.worker} at {self.beat_at:%Y-%m-%d %H:%M:%S}"

@@ -53,6 +53,10 @@ PAGES: dict[str, Role] = {
 }
 
 
+# The Django admin's entry points, for staff: the index and the probe settings (one row).
+ADMIN_PAGES = ["/admin/", "/admin/fleet/probesettings/"]
+
+
 def make_fleet() -> dict:
     """A host with one GPU, an instance on it behind a gateway, and an open incident."""
     host = make_host(name="rack-a")

@@ -39,6 +39,7 @@ class ChangeLogEntry(models.Model):
     objects = ChangeLogEntryQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("change log entry")
         ordering = ["-timestamp", "-id"]
         verbose_name_plural = _("change log entries")
         indexes = [models.Index(fields=["content_type", "object_id"], name="fleet_changelog_object")]

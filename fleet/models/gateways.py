@@ -38,6 +38,8 @@ class Gateway(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("gateway")
+        verbose_name_plural = _("gateways")
         ordering = ["name"]
 
     def __str__(self) -> str:

@@ -84,6 +84,7 @@ class GpuHost(models.Model):
     objects = GpuHostQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = _("GPU hosts")
         ordering = ["name"]
         verbose_name = _("GPU host")
 
@@ -143,6 +144,7 @@ class Gpu(models.Model):
     )
 
     class Meta:
+        verbose_name_plural = _("GPUs")
         ordering = ["host__name", "index"]
         verbose_name = _("GPU")
         constraints = [

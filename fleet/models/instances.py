@@ -151,6 +151,8 @@ class Instance(models.Model):
     objects = InstanceQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("inference instance")
+        verbose_name_plural = _("inference instances")
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(

@@ -81,16 +81,18 @@ class ProbeSettings(models.Model):
     connect_timeout_s = models.FloatField(_("connect timeout (s)"), default=3.0)
     read_timeout_s = models.FloatField(_("read timeout (s)"), default=10.0)
     total_deadline_s = models.FloatField(_("total deadline (s)"), default=15.0)
-    stream_max_tokens = models.PositiveSmallIntegerField(default=16)
-    concurrency = models.PositiveSmallIntegerField(default=100, validators=[MinValueValidator(1)])
-    raw_retention_hours = models.PositiveIntegerField(default=24)
-    sample_retention_days = models.PositiveIntegerField(default=30)
+    stream_max_tokens = models.PositiveSmallIntegerField(_("stream probe's max tokens"), default=16)
+    concurrency = models.PositiveSmallIntegerField(
+        _("probes at once per sweep"), default=100, validators=[MinValueValidator(1)]
+    )
+    raw_retention_hours = models.PositiveIntegerField(_("raw samples kept (hours)"), default=24)
+    sample_retention_days = models.PositiveIntegerField(_("averaged samples kept (days)"), default=30)
 
     class Meta:
         verbose_name = verbose_name_plural = _("probe settings")
 
     def __str__(self) -> str:
-        return "Probe settings"
+        return str(_("Probe settings"))
 
     @classmethod
     def current(cls) -> ProbeSettings:
@@ -122,6 +124,10 @@ class InstanceState(models.Model):
     last_run = models.ForeignKey(
         "ProbeRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    class Meta:
+        verbose_name = _("instance state")
+        verbose_name_plural = _("instance states")
 
     def __str__(self) -> str:
         return f"{self.instance} {self.verdict}"
@@ -184,6 +190,8 @@ class ProbeRun(models.Model):
     objects = ProbeRunQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("probe run")
+        verbose_name_plural = _("probe runs")
         indexes = [models.Index(fields=["instance", "-started_at"], name="fleet_probrun_inst_time")]
 
     def __str__(self) -> str:
@@ -236,6 +244,8 @@ class MetricSample(models.Model):
     objects = MetricSampleQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("metric sample")
+        verbose_name_plural = _("metric samples")
         indexes = [
             models.Index(fields=["instance", "name", "ts"], name="fleet_sample_series"),
             models.Index(fields=["resolution", "ts"], name="fleet_sample_age"),
@@ -260,6 +270,8 @@ class ProbeCycle(models.Model):
     note = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = _("probe cycle")
+        verbose_name_plural = _("probe cycles")
         constraints = [
             models.UniqueConstraint(
                 fields=["kind"],

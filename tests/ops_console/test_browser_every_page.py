@@ -1,5 +1,6 @@
 """In a real browser, as each role, at 1280x800 and 1920x1080: every page the console has
-(lists, details, forms, tools, incidents, review, drills) opens for the roles it is meant
+(lists, details, forms, tools, incidents, review, drills; for admin, the Django admin's
+entry points) opens for the roles it is meant
 for, no page scrolls sideways, no page logs a console error or fails a request, and no link
 a role is shown answers 4xx or 5xx. Screenshots of every page land in test-output/pages/.
 
@@ -23,7 +24,7 @@ from django.db import connections
 from core.roles import Role
 from tests.a11y import accessibility_problems, install_axe
 from tests.browser import OUTPUT_DIR, log_in
-from tests.pages import make_fleet
+from tests.pages import ADMIN_PAGES, make_fleet
 from tests.pages import pages as all_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -80,6 +81,10 @@ def test_every_page_opens_for_its_roles_fits_both_widths_and_links_only_where_it
 def sweep(page, live_server, cast, role):
     pages = all_pages(make_fleet())
     user = cast.for_role(role.group_name)
+    if role == Role.ADMIN:  # bootstrap makes the admin user staff: the admin's pages too
+        user.is_staff = user.is_superuser = True
+        user.save()
+        pages |= dict.fromkeys(ADMIN_PAGES, Role.ADMIN)
     log_in(page, live_server, user, "/")
     page.wait_for_load_state("networkidle")
     origin = live_server.url

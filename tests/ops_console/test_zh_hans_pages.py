@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from core.roles import Role
-from tests.pages import PAGES, make_fleet, names, pages
+from tests.pages import ADMIN_PAGES, PAGES, make_fleet, names, pages
 from tests.zh import assert_speaks_chinese, visible_texts
 
 pytestmark = pytest.mark.django_db
@@ -23,6 +23,15 @@ def test_every_page_reads_in_chinese_for_the_roles_that_open_it(client, cast, te
     client.force_login(cast.admin if PAGES[template] > Role.VIEWER else cast.viewer)
     response = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9,en;q=0.5", follow=True)
     assert_speaks_chinese(response, names=names(fleet), where=path)
+
+
+@pytest.mark.parametrize("path", ADMIN_PAGES)
+def test_the_admins_entry_points_read_in_chinese(client, cast, path):
+    cast.admin.is_staff = cast.admin.is_superuser = True
+    cast.admin.save()
+    client.force_login(cast.admin)
+    response = client.get(path, HTTP_ACCEPT_LANGUAGE="zh-CN", follow=True)
+    assert_speaks_chinese(response, names={cast.admin.username}, where=path)
 
 
 def test_the_language_follows_accept_language(client, cast):
