@@ -12,4 +12,8 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
 
 # Django 5.2's admin index labels its table for screen readers with these words, which its
 # own Chinese catalogue does not have yet; ours (locale/) has them and comes first.
-DJANGO_ADMIN_WORDS = [gettext_noop("Model name"), gettext_noop("Add link"), gettext_noop("Change or view list link")]
+DJANGO_ADMIN_WORDS = [
+    gettext_noop("Model name"),
+    gettext_noop("Add link"),
+    gettext_noop("Change or view list link"),
+]
