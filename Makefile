@@ -8,7 +8,7 @@ export PORT
 
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
-PYTEST_ARGS       ?=
+PYTEST_ARGS       ?= --durations=25
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
 
