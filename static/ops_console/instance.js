@@ -19,7 +19,7 @@
       if (!source || !shown) return;
       shown.textContent = source.textContent;
       var figure = JSON.parse(source.textContent);
-      Plotly.react(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
+      Plotly.react(el, figure.data, figure.layout, window.consoleChartConfig());
     });
     current.dataset.refreshedAt = new Date().toISOString();
   }

@@ -1,0 +1,43 @@
+"""The instance page's charts speak the page's language: a Chinese page's time axes read
+Chinese dates (plotly.js ships English only; charts.js registers its Chinese format), an
+English page's stay English, and neither logs an error."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connections
+
+from tests.browser import log_in
+from tests.factories import make_host, make_instance
+from tests.fleet.test_charts import store
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _tick_labels(page, live_server, cast) -> str:
+    instance = make_instance(make_host(), name="vllm-a")
+    store(instance, "ttft_p50_s", [(s, 0.2) for s in range(0, 3600, 60)])
+    errors: list[str] = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    log_in(page, live_server, cast.viewer, instance.get_absolute_url())
+    page.wait_for_selector("#charts .xtick text")
+    labels = " ".join(page.eval_on_selector_all("#charts .xtick text", "els => els.map(e => e.textContent)"))
+    assert not errors, errors
+    return labels
+
+
+def test_a_chinese_page_dates_its_time_axes_in_chinese(zh_page, live_server, cast):
+    try:
+        labels = _tick_labels(zh_page, live_server, cast)
+    finally:
+        connections.close_all()
+    assert "月" in labels and "Dec" not in labels and "Jan" not in labels, labels
+
+
+def test_an_english_page_keeps_english_dates(page, live_server, cast):
+    try:
+        labels = _tick_labels(page, live_server, cast)
+    finally:
+        connections.close_all()
+    assert "月" not in labels, labels
