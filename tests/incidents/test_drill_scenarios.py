@@ -1,5 +1,7 @@
 """Every shipped scenario, replayed as a drill with --check: the console's probes and alert
-rules give the verdicts and incidents its expectations state (the truth table). Drills of a
+rules give the verdicts and incidents its expectations state (the truth table), the guide's
+03:00 case (KV pressure, then the container killed: two incidents, never a GPU OOM) and
+14:00 case (a batch surge: the engine's queue) among them. Drills of a
 minute or more of real time are marked slow (-m "not slow" leaves them out)."""
 
 from __future__ import annotations
