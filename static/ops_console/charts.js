@@ -1,11 +1,39 @@
 // Draw every plotly figure the server embedded as JSON (div.chart[data-figure-id]), with
-// dates and numbers in the page's language (plotly.js ships English only; the Chinese
-// locale below is plotly's own format for it).
+// dates and the toolbar in the page's language (plotly.js ships English only; the Chinese
+// locale below is in plotly's own locale format).
 (function () {
   var ZH = {
     moduleType: "locale",
     name: "zh-CN",
-    dictionary: {},
+    dictionary: {
+      "Autoscale": "自动缩放",
+      "Box Select": "矩形框选",
+      "Click to enter Colorscale title": "点击输入色阶标题",
+      "Compare data on hover": "悬停时比较数据",
+      "Double-click to zoom back out": "双击回到原始缩放",
+      "Download plot": "下载图表",
+      "Download plot as a png": "下载图表为 PNG",
+      "Lasso Select": "套索选择",
+      "Orbital rotation": "轨道旋转",
+      "Pan": "平移",
+      "Reset": "重置",
+      "Reset axes": "重置坐标轴",
+      "Reset view": "重置视图",
+      "Show closest data on hover": "悬停时显示最近的数据",
+      "Snapshot succeeded": "截图成功",
+      "Sorry, there was a problem downloading your snapshot!": "抱歉，下载截图时出现问题！",
+      "Taking snapshot - this may take a few seconds": "正在截图，可能需要几秒钟",
+      "Toggle Spike Lines": "切换辅助线",
+      "Toggle show closest data on hover": "切换悬停时显示最近的数据",
+      "Zoom": "缩放",
+      "Zoom in": "放大",
+      "Zoom out": "缩小",
+      "close:": "收盘：",
+      "high:": "最高：",
+      "low:": "最低：",
+      "open:": "开盘：",
+      "trace": "数据系列"
+    },
     format: {
       days: ["星期日", "星期一", "星期二", "星期三", "星期四", "星期五", "星期六"],
       shortDays: ["周日", "周一", "周二", "周三", "周四", "周五", "周六"],

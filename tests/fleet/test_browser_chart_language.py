@@ -1,6 +1,6 @@
 """The instance page's charts speak the page's language: a Chinese page's time axes read
-Chinese dates (plotly.js ships English only; charts.js registers its Chinese format), an
-English page's stay English, and neither logs an error."""
+Chinese dates and its chart toolbar is Chinese (plotly.js ships English only; charts.js
+registers its Chinese locale), an English page's stay English, and neither logs an error."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def test_a_chinese_page_dates_its_time_axes_in_chinese(zh_page, live_server, cas
     finally:
         connections.close_all()
     assert "月" in labels and "Dec" not in labels and "Jan" not in labels, labels
+    titles = zh_page.eval_on_selector_all("#charts .modebar-btn", "els => els.map(e => e.dataset.title)")
+    assert "重置坐标轴" in titles and "Reset axes" not in titles, titles
 
 
 def test_an_english_page_keeps_english_dates(page, live_server, cast):
