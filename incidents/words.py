@@ -7,19 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext_noop, override, pgettext_lazy
+from django.utils.translation import override, pgettext_lazy
 
 from core.i18n import Message
-
-# The probes' verdicts, as the incident timelines name them.
-VERDICTS = {
-    "up": gettext_noop("up"),
-    "degraded": gettext_noop("degraded"),
-    "failing": gettext_noop("failing"),
-    "down": gettext_noop("down"),
-    "stale": gettext_noop("stale"),
-    "unknown": gettext_noop("unknown"),
-}
+from fleet.shown_state import STATE_LABELS
 
 
 def english(text: Any) -> str:
@@ -49,7 +40,7 @@ def rule_name(name: str) -> Message | str:
 
 
 def verdict(value: str) -> Message | str:
-    return word(VERDICTS.get(value, value))
+    return word(STATE_LABELS.get(value, value))
 
 
 # The top of the taxonomy (core.taxonomy.family), as the review names it. The msgid is the

@@ -15,10 +15,10 @@ from datetime import datetime
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Case, Count, IntegerField, Prefetch, Q, Value, When
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
 
 from diagnostics.models import CapacityFinding
 from fleet.models import ChangeAction, ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
+from fleet.shown_state import state_label
 from incidents.maintenance import Occurrence, current_and_upcoming
 from incidents.models import Incident, Severity, Source
 from ops_console.overview import with_shown_state
@@ -114,7 +114,7 @@ def open_incidents(*, limit: int = INCIDENT_LIMIT) -> tuple[list[IncidentGroup],
 
 def _problem(instance: Instance, state: str) -> InstanceProblem:
     stored = instance.state
-    label = instance.state_text if state != "stale" else str(_("stale"))
+    label = instance.state_text if state != "stale" else state_label("stale")
     return InstanceProblem(
         instance=instance,
         state=state,

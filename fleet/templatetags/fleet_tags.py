@@ -6,14 +6,11 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from core.i18n import later
+from fleet import shown_state
 from fleet.models import Gateway, Gpu, GpuHost, Instance
-from fleet.models.instances import VERDICT_WORDS
 
 register = template.Library()
 
-# The states the overview filters by (fleet.shown_state.STATES), as its links word them.
-STATE_WORDS = {**VERDICT_WORDS, "stale": later("stale"), "maintenance": later("maintenance")}
 
 # The models' verbose names, translated (Instance's and Gateway's are Django's defaults).
 KIND_NOUNS = {GpuHost: _("GPU host"), Gpu: _("GPU"), Instance: _("instance"), Gateway: _("gateway")}
@@ -38,8 +35,7 @@ def kind_label(obj) -> str:
 
 @register.filter
 def state_label(state: str) -> str:
-    word = STATE_WORDS.get(state)
-    return word.translated() if word else state
+    return shown_state.state_label(state)
 
 
 @register.filter

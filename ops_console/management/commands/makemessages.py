@@ -130,7 +130,6 @@ class Command(makemessages.Command):
         base = Path(settings.BASE_DIR)
         os.chdir(base)
         options["ignore_patterns"] = [*options.get("ignore_patterns", []), *NOT_SOURCES]
-        options.setdefault("no_obsolete", True)
         options["no_obsolete"] = True
         self.only = set(options.pop("catalogue") or [])
         self.check_only = options.pop("check")
