@@ -8,6 +8,9 @@ export PORT
 
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_BROKER_URL   ?= redis://127.0.0.1:6379/15
+# The drills' own pytest process (see `test`): another database and Redis database.
+TEST_DRILL_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/drills
+TEST_DRILL_BROKER_URL   ?= redis://127.0.0.1:6379/14
 PYTEST_ARGS       ?= --durations=25
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
@@ -57,8 +60,13 @@ test: install tools
 	@rc=0; $(PY) tests/preflight.py || rc=$$?; \
 	if [ $$rc = 2 ]; then exit 1; fi; \
 	if [ $$rc = 0 ]; then \
-	  echo "== suite on PostgreSQL + Redis"; \
-	  DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS) || exit 1; \
+	  echo "== suite on PostgreSQL + Redis; the drills run beside it, their output follows"; \
+	  log=$$(mktemp); \
+	  DATABASE_URL=$(TEST_DRILL_DATABASE_URL) CELERY_BROKER_URL=$(TEST_DRILL_BROKER_URL) \
+	    $(PY) -m pytest -m drill -p no:cacheprovider $(PYTEST_ARGS) >$$log 2>&1 & drills=$$!; \
+	  DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest -m "not drill" $(PYTEST_ARGS); main=$$?; \
+	  wait $$drills; drc=$$?; echo "== the drills (-m drill)"; cat $$log; rm -f $$log; \
+	  [ $$main = 0 ] && [ $$drc = 0 ] || exit 1; \
 	else \
 	  echo "== PostgreSQL or Redis missing: the whole suite on the embedded default"; \
 	  $(MAKE) --no-print-directory test-embedded PYTEST_MARK= || exit 1; \

@@ -14,7 +14,9 @@ from fleet.models import GpuHost
 from fleet.simulator.scenarios import load_scenario, shipped_scenarios
 from incidents.models import Incident
 
-pytestmark = pytest.mark.django_db(transaction=True)  # the drill probes from threads
+# The drill probes from threads; its waiting is real time, so `make test` runs this file in
+# a second pytest process beside the rest of the suite (-m drill, its own database and broker).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.drill]
 
 SLOW_REAL_S = 45
 
