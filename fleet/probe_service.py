@@ -17,6 +17,8 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from fleet.agent.dispatch import request_gpu_readings
+from fleet.agent.readings import reported_reading
 from fleet.models import (
     GpuTelemetry,
     Instance,
@@ -65,11 +67,16 @@ def limits_from(settings: ProbeSettings) -> ProbeLimits:
 
 
 def _gpu_backend(instance: Instance):
+    """Where an instance's GPU state comes from. NVML is read by the host's agent, never
+    by this worker (whose GPUs are not the host's): the agent's last reading is used."""
     telemetry = instance.host.gpu_telemetry
     if telemetry == GpuTelemetry.SIMULATED:
         return nvml_backend_for("simulated", url=f"{instance.base_url}/_sim/nvml")
+    if telemetry == GpuTelemetry.DCGM:
+        return nvml_backend_for("dcgm", url=instance.host.dcgm_exporter_url)
     if telemetry == GpuTelemetry.NVML:
-        return nvml_backend_for("pynvml")
+        fresh_for = stale_after()["gpu"]
+        return reported_reading(host=instance.host, now=timezone.now(), fresh_for=fresh_for)
     return None
 
 
@@ -319,7 +326,7 @@ def record_probes(
 
 
 def _with_probe_relations(queryset):
-    return queryset.select_related("host").prefetch_related("gpus")
+    return queryset.select_related("host", "host__agent").prefetch_related("gpus")
 
 
 def _open_cycle(kind: str) -> ProbeCycle | None:
@@ -360,6 +367,10 @@ def run_cycle(
     cycle = _open_cycle(probe_kind.value)
     if cycle is None:
         return None
+    if probe_kind == ProbeKind.GPU:
+        # The agents read their hosts' GPUs; this sweep judges the readings they sent last.
+        interval_s = (DEFAULT_INTERVALS_S | dict(intervals_s or {}))["gpu"]
+        request_gpu_readings(interval_s=interval_s)
     try:
         runs = sweep(instances=instances_for(probe_kind), kind=probe_kind, intervals_s=intervals_s)
         cycle.instance_count = len(runs)

@@ -1,5 +1,7 @@
 """Celery tasks for the probes: thin wrappers around fleet.probe_service."""
 
+import logging
+
 from celery import shared_task
 from django.utils import timezone
 
@@ -21,3 +23,14 @@ def probe_instance(*, run_id: int) -> None:
 @shared_task(name="fleet.prune_samples", ignore_result=True)
 def prune_samples() -> None:
     retention.downsample_and_prune(now=timezone.now())
+
+
+@shared_task(name="fleet.agent_report", ignore_result=True, soft_time_limit=30, time_limit=60)
+def agent_report(*, envelope: dict) -> None:
+    """A report from a host's agent (fleet.agent.worker), checked and stored."""
+    from fleet.agent.reports import ReportRefused, receive
+
+    try:
+        receive(envelope=envelope)
+    except ReportRefused as exc:
+        logging.getLogger("fleet.agent").warning("agent report refused: %s", exc)

@@ -213,6 +213,9 @@ CELERY_TASK_IGNORE_RESULT = True  # the UI reads our own run rows, never a resul
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "console"
+# Checks that must run on a GPU host go to that host's queues (host.<name>), where its
+# agent consumes them (docs/host-agent.md); everything else stays on "console".
+CELERY_TASK_ROUTES = ("fleet.agent.routing.route_agent_tasks",)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 

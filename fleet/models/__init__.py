@@ -1,3 +1,4 @@
+from fleet.models.agents import HostAgent
 from fleet.models.changelog import ChangeAction, ChangeLogEntry
 from fleet.models.gateways import Gateway, GatewayKind
 from fleet.models.hosts import Gpu, GpuHost, GpuTelemetry, MigMode
@@ -24,6 +25,7 @@ __all__ = [
     "Gpu",
     "GpuHost",
     "GpuTelemetry",
+    "HostAgent",
     "Instance",
     "InstanceState",
     "MetricSample",

@@ -9,7 +9,13 @@ from django.utils.translation import gettext_lazy as _
 
 from fleet import gpu_catalog
 from fleet.gpu_catalog import FORM_FACTOR_CHOICES
-from fleet.validators import validate_address, validate_gpu_uuid, validate_name, validate_pci_bus_id
+from fleet.validators import (
+    validate_address,
+    validate_gpu_uuid,
+    validate_http_url,
+    validate_name,
+    validate_pci_bus_id,
+)
 
 
 class GpuHostQuerySet(models.QuerySet["GpuHost"]):
@@ -23,7 +29,8 @@ class GpuHostQuerySet(models.QuerySet["GpuHost"]):
 class GpuTelemetry(models.TextChoices):
     OFF = "off", _("none")
     SIMULATED = "simulated", _("fleet simulator")
-    NVML = "nvml", _("NVML on the host (worker on that host)")
+    NVML = "nvml", _("NVML, read by the host's agent")
+    DCGM = "dcgm", _("NVIDIA dcgm-exporter")
 
 
 class GpuHost(models.Model):
@@ -41,6 +48,7 @@ class GpuHost(models.Model):
         "driver_version",
         "cuda_version",
         "gpu_telemetry",
+        "dcgm_exporter_url",
         "notes",
     )
 
@@ -72,6 +80,13 @@ class GpuHost(models.Model):
         default=GpuTelemetry.OFF,
         help_text=_("Where the GPU probe reads NVML state from."),
     )
+    dcgm_exporter_url = models.CharField(
+        _("dcgm-exporter URL"),
+        max_length=300,
+        blank=True,
+        validators=[validate_http_url],
+        help_text=_("The host's dcgm-exporter metrics, for example http://10.0.0.5:9400/metrics."),
+    )
     notes = models.TextField(blank=True)
     drill = models.BooleanField(
         default=False,
@@ -98,6 +113,10 @@ class GpuHost(models.Model):
         if not isinstance(self.tags, list) or not all(isinstance(t, str) for t in self.tags):
             raise ValidationError({"tags": gettext("Tags must be a list of strings.")})
         self.tags = sorted({t.strip() for t in self.tags if t.strip()})
+        if self.gpu_telemetry == GpuTelemetry.DCGM and not self.dcgm_exporter_url:
+            raise ValidationError(
+                {"dcgm_exporter_url": gettext("GPU telemetry from dcgm-exporter needs the exporter's URL.")}
+            )
 
 
 class MigMode(models.TextChoices):
