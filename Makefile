@@ -43,13 +43,15 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else $(PY) -m playwright install chromium; fi; }
 
-# nginx and promtool, which the config generators' tests run, gettext, which the catalogue
+# nginx and promtool, which the config generators' tests run, systemd-analyze, which checks
+# the agent's unit, gettext, which the catalogue
 # check runs, and a CJK font for the Chinese screenshots: Debian's packages (root with apt).
 # Without them those tests fail, saying what to install.
 tools: browser
 	@missing=""; \
 	{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing="$$missing nginx-light"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	command -v msgmerge >/dev/null 2>&1 || missing="$$missing gettext"; \
 	fc-list 2>/dev/null | grep -qi "CJK" || missing="$$missing fonts-noto-cjk"; \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

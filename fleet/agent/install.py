@@ -24,6 +24,7 @@ class AgentInstall:
     token: str
     broker_url: str
     package: str = PACKAGE
+    prefix: str = PREFIX  # where the agent's virtual environment lives on the host
 
     @property
     def env_file(self) -> str:
@@ -36,7 +37,7 @@ class AgentInstall:
 
     @property
     def command(self) -> str:
-        return f"{PREFIX}/bin/django-admin agent --host {self.host}"
+        return f"{self.prefix}/bin/django-admin agent --host {self.host}"
 
     @property
     def unit(self) -> str:
@@ -75,8 +76,8 @@ WantedBy=multi-user.target
         steps = [
             "id ops-agent >/dev/null 2>&1 || "
             "useradd --system --no-create-home --shell /usr/sbin/nologin ops-agent",
-            f"python3 -m venv {PREFIX}",
-            f"{PREFIX}/bin/pip install --quiet {shlex.quote(self.package)}",
+            f"python3 -m venv {self.prefix}",
+            f"{self.prefix}/bin/pip install --quiet {shlex.quote(self.package)}",
             f"install -d -m 700 {ENV_FILE.rsplit('/', 1)[0]}",
             f"printf %s {env} > {ENV_FILE}",
             f"chmod 600 {ENV_FILE}",
