@@ -1,6 +1,6 @@
 from django.urls import path
 
-from fleet.views import inventory, probing, transfer
+from fleet.views import agents, inventory, probing, transfer
 from fleet.views.kinds import KINDS
 
 app_name = "fleet"
@@ -22,6 +22,9 @@ urlpatterns = [
     path("instances/<int:pk>/charts/", probing.instance_charts, name="instance-charts"),
     path("instances/<int:pk>/state/", probing.instance_state, name="instance-state"),
     path("runs/<int:pk>/", probing.run_status, name="run-status"),
+    path("hosts/<int:pk>/agent/", agents.agent_panel, name="host-agent"),
+    path("hosts/<int:pk>/agent/enroll/", agents.enroll, name="host-agent-enroll"),
+    path("hosts/<int:pk>/agent/rotate/", agents.rotate, name="host-agent-rotate"),
     path("export/", transfer.export_inventory, name="export"),
     path("import/", transfer.import_form, name="import"),
     path("import/preview/", transfer.import_preview, name="import-preview"),

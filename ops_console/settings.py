@@ -209,6 +209,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The broker URL as the GPU hosts' agents reach it (shown in their set-up on the host page):
+# usually the broker's network address with a Redis user of its own, not 127.0.0.1.
+AGENT_BROKER_URL = env_str("AGENT_BROKER_URL", CELERY_BROKER_URL)
 CELERY_TASK_IGNORE_RESULT = True  # the UI reads our own run rows, never a result backend
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

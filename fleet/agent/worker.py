@@ -37,6 +37,7 @@ class AgentConfig:
     nvml: str = "pynvml"  # "pynvml", "off", or "simulated=<URL of /_sim/nvml>"
     docker_socket: str = "/var/run/docker.sock"
     heartbeat_s: float = 30.0
+    transport_options: dict[str, Any] = field(default_factory=dict)  # the filesystem broker's folders
     hostname: str = field(default_factory=socket.gethostname)
 
     def nvml_backend(self) -> NvmlBackend | None:
@@ -147,6 +148,7 @@ def _celery_app(config: AgentConfig) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         enable_utc=True,
+        broker_transport_options=config.transport_options,
     )
     return app
 

@@ -16,6 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.roles import Role, role_required
 from fleet import charts, probe_service
+from fleet.agent.status import condition_of
+from fleet.host_condition import instance_line
 from fleet.models import Instance, ProbeKindChoice, ProbeRun, ProbeSettings
 from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ProbeKind
@@ -123,8 +125,14 @@ def run_status(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.VIEWER)
 def instance_state(request: HttpRequest, pk: int) -> HttpResponse:
     """The state block (verdict, reason, findings), polled by the instance page."""
-    instance = get_object_or_404(Instance.objects.select_related("state"), pk=pk)
+    instance = get_object_or_404(Instance.objects.select_related("state", "host", "host__agent"), pk=pk)
     context = {"object": instance, "poll_seconds": settings.OVERVIEW_POLL_S}
+    if instance.verdict in ("down", "failing"):  # is it the instance, or its host?
+        condition = condition_of(instance.host)
+        context |= {
+            "host_line": instance_line(verdict=instance.verdict, host=condition),
+            "host_up": condition.host_up,
+        }
     return render(request, "fleet/instances/_state.html", context)
 
 

@@ -86,14 +86,17 @@ class Command(BaseCommand):
             raise CommandError(f"--root {root} is not a directory")
         if options["heartbeat"] <= 0 or options["concurrency"] < 1:
             raise CommandError("--heartbeat must be positive and --concurrency at least 1")
+        broker = options.get("broker") or settings.CELERY_BROKER_URL
+        filesystem = broker.startswith("filesystem://")
         return AgentConfig(
             host=host,
             token=token,
-            broker_url=options.get("broker") or settings.CELERY_BROKER_URL,
+            broker_url=broker,
             root=root,
             nvml=nvml,
             docker_socket=options["docker_socket"],
             heartbeat_s=options["heartbeat"],
+            transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS if filesystem else {},
         )
 
     def token(self, token_file: str | None) -> str:
