@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app
 from django.utils import timezone
 
 from fleet.models import GpuTelemetry, HostAgent
@@ -19,10 +20,9 @@ def live_agents(**filters: Any) -> list[HostAgent]:
 
 
 def send(name: str, *, host: str, expires_s: float, **kwargs: Any) -> None:
-    """One check to one host's agent; ops_console's router picks the host's queue."""
-    from ops_console.celery import app
-
-    app.send_task(name, kwargs={"host": host, **kwargs}, expires=expires_s)
+    """One check to one host's agent; the project's router (settings.CELERY_TASK_ROUTES)
+    picks the host's queue."""
+    current_app.send_task(name, kwargs={"host": host, **kwargs}, expires=expires_s)
 
 
 def request_gpu_readings(*, interval_s: float) -> list[str]:

@@ -2,8 +2,12 @@
 
 A backend reads every GPU it can see and returns `GpuState` snapshots. The real backend
 (`pynvml_backend.py`) calls NVML on the machine it runs on, so it serves a GPU host from a
-worker running on that host; the simulated backend (`simulated_backend.py`) reads the
-fleet simulator's `/_sim/nvml` endpoint, which serves the same JSON (`GpuState.to_dict`).
+worker running on that host; the dcgm backend (`dcgm.py`) reads NVIDIA's dcgm-exporter over
+HTTP, for hosts without a console agent; the simulated backend (`simulated_backend.py`) reads
+the fleet simulator's `/_sim/nvml` endpoint, which serves the same JSON (`GpuState.to_dict`).
+
+Fields after `numa_node` are optional: a backend that cannot read them leaves the default,
+and stored readings from before they existed still load.
 """
 
 from __future__ import annotations
@@ -68,6 +72,25 @@ class GpuState:
     xid_errors: tuple[int, ...] = ()  # XID event codes seen since the last read
     ecc_uncorrected_volatile: int = 0
     numa_node: int | None = None
+    # xid_messages[i] says what xid_errors[i] is, where the source names it (dcgm-exporter's
+    # err_msg label); empty when it does not.
+    xid_messages: tuple[str, ...] = ()
+    # Row remapping (A100 and later; NVML's nvmlDeviceGetRemappedRows, DCGM's remapped-row fields).
+    remapped_rows_correctable: int = 0
+    remapped_rows_uncorrectable: int = 0
+    row_remap_pending: bool = False  # a remap waits for the next GPU reset
+    row_remap_failure: bool = False  # a remap failed: the GPU needs service
+    # Time the clocks were held down by the power / thermal policy since the driver loaded,
+    # in ns (NVML's violationTime, DCGM_FI_DEV_POWER_VIOLATION / _THERMAL_VIOLATION): a
+    # counter, so a rate needs two readings. None: not reported.
+    power_violation_ns: int | None = None
+    thermal_violation_ns: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.xid_messages and len(self.xid_messages) != len(self.xid_errors):
+            raise ValueError(
+                f"GPU {self.index}: {len(self.xid_messages)} XID messages for {len(self.xid_errors)} XIDs"
+            )
 
     @property
     def memory_free_mib(self) -> int:
@@ -90,6 +113,7 @@ class GpuState:
         values = dict(data)
         values["throttle_reasons"] = tuple(values.get("throttle_reasons", ()))
         values["xid_errors"] = tuple(int(x) for x in values.get("xid_errors", ()))
+        values["xid_messages"] = tuple(str(m) for m in values.get("xid_messages", ()))
         values["processes"] = tuple(GpuProcess(**p) for p in values.get("processes", ()))
         try:
             return cls(**values)
@@ -100,15 +124,17 @@ class GpuState:
 @dataclass(frozen=True, kw_only=True)
 class NvmlReading:
     driver_version: str
-    cuda_version: str
+    cuda_version: str  # "" where the source does not say (dcgm-exporter by default)
     gpus: tuple[GpuState, ...] = field(default_factory=tuple)
+    hostname: str = ""  # the host the source says it runs on (dcgm-exporter's Hostname label)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "driver_version": self.driver_version,
             "cuda_version": self.cuda_version,
             "gpus": [g.to_dict() for g in self.gpus],
         }
+        return data | ({"hostname": self.hostname} if self.hostname else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NvmlReading:
@@ -125,6 +151,7 @@ class NvmlReading:
             driver_version=str(data["driver_version"]),
             cuda_version=str(data["cuda_version"]),
             gpus=tuple(GpuState.from_dict(g) for g in gpus),
+            hostname=str(data.get("hostname", "")),
         )
 
 

@@ -3,8 +3,9 @@
 Each read initialises NVML, reads every GPU and shuts NVML down again, so a driver
 reload between reads does no harm. Required fields (name, UUID, PCI bus id, memory)
 fail the read when NVML refuses them; optional ones (temperature, power, clocks,
-throttle reasons, processes, ECC, NUMA node) fall back to 0 / empty / None when the GPU
-or driver does not support them. XID events need a long-lived NVML event set, which a
+throttle reasons, processes, ECC, NUMA node, remapped rows, violation times) fall back to
+0 / empty / None when the GPU or driver does not support them (row remapping needs an A100
+or later and a driver from R450 on). XID events need a long-lived NVML event set, which a
 snapshot read does not hold, so `xid_errors` comes from the driver's reports in the
 kernel log instead (fleet.nvml.kernel_xids: the last 15 minutes, matched by PCI address).
 """
@@ -129,6 +130,24 @@ class _Device:
         )
         return int(count or 0)
 
+    def remapped_rows(self) -> dict[str, Any]:
+        """Row-remapping state; empty (the defaults) where the GPU or driver has none."""
+        rows = self.optional("nvmlDeviceGetRemappedRows")
+        if rows is None:
+            return {}
+        correctable, uncorrectable, pending, failure = rows
+        return {
+            "remapped_rows_correctable": int(correctable),
+            "remapped_rows_uncorrectable": int(uncorrectable),
+            "row_remap_pending": bool(pending),
+            "row_remap_failure": bool(failure),
+        }
+
+    def violation_ns(self, policy_name: str) -> int | None:
+        policy = getattr(self.nvml, policy_name, None)
+        status = None if policy is None else self.optional("nvmlDeviceGetViolationStatus", policy)
+        return None if status is None else int(status.violationTime)
+
     def numa_node(self, pci_bus_id: str) -> int | None:
         node = self.optional("nvmlDeviceGetNumaNodeId")
         if node is not None and int(node) >= 0:
@@ -161,6 +180,9 @@ class _Device:
             ecc_uncorrected_volatile=self.ecc(),
             xid_errors=xids.for_bus_id(pci),
             numa_node=self.numa_node(pci),
+            power_violation_ns=self.violation_ns("NVML_PERF_POLICY_POWER"),
+            thermal_violation_ns=self.violation_ns("NVML_PERF_POLICY_THERMAL"),
+            **self.remapped_rows(),
         )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from fleet.nvml.base import NvmlBackend, NvmlError, NvmlReading
+from fleet.nvml.dcgm import DcgmExporterBackend
 
 MAX_BYTES = 4 * 1024 * 1024
 
@@ -58,11 +59,13 @@ def _pynvml(**kwargs: Any) -> NvmlBackend:
 BACKENDS: dict[str, Callable[..., NvmlBackend]] = {
     "simulated": SimulatedNvmlBackend,
     "pynvml": _pynvml,
+    "dcgm": DcgmExporterBackend,
 }
 
 
 def nvml_backend_for(kind: str, **kwargs: Any) -> NvmlBackend:
-    """The backend of a kind ("simulated": url, timeout; "pynvml": no arguments)."""
+    """The backend of a kind ("simulated": url, timeout; "pynvml": no arguments; "dcgm": the
+    exporter's /metrics url, timeout)."""
     try:
         factory = BACKENDS[kind]
     except KeyError:

@@ -1,4 +1,4 @@
-"""Findings from NVML: throttling, saturation, XID and ECC errors, NUMA placement.
+"""Findings from NVML: throttling, saturation, XID and ECC errors, row remapping, NUMA placement.
 
 Thermal trouble is judged by NVML's clock throttle reasons; the temperature alone is a
 hint (corrections #10: the guide says both 83 and 85 °C). SM utilisation above the
@@ -98,16 +98,18 @@ def _power(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     return None
 
 
-def _xid_named(xid: int) -> Message:
+def _xid_named(xid: int, told: str = "") -> Message:
+    """The XID and what it means: ours, else what the source said (dcgm-exporter's err_msg)."""
     meaning = XID_MEANINGS.get(xid)
-    said = later(meaning) if meaning else later("see NVIDIA XID catalogue")
+    said = later(meaning) if meaning else (told or later("see NVIDIA XID catalogue"))
     return later("XID %(xid)s (%(meaning)s)", xid=xid, meaning=said)
 
 
 def _xid(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
     if not g.xid_errors:
         return None
-    named = joined((_xid_named(x) for x in g.xid_errors), sep=",")
+    told = g.xid_messages or ("",) * len(g.xid_errors)
+    named = joined((_xid_named(x, m) for x, m in zip(g.xid_errors, told, strict=True)), sep=",")
     severity: Severity = "down" if FATAL_XIDS & set(g.xid_errors) else "degraded"
     return "gpu.xid", severity, later("GPU %(index)s: %(named)s", index=g.index, named=named)
 
@@ -124,6 +126,39 @@ def _ecc(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
             count=g.ecc_uncorrected_volatile,
         ),
     )
+
+
+def _row_remap(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
+    """Row remapping (A100 and later) repairs a bad memory row with a spare one. A pending
+    remap takes effect at the next GPU reset, and work not touching the row runs on; a
+    failed remap means a bank ran out of spares, which NVIDIA counts toward an RMA."""
+    rows = later(
+        "%(uncorrectable)s rows remapped for uncorrectable errors, %(correctable)s for correctable ones",
+        uncorrectable=g.remapped_rows_uncorrectable,
+        correctable=g.remapped_rows_correctable,
+    )
+    if g.row_remap_failure:
+        return (
+            "gpu.row_remap",
+            "degraded",
+            later(
+                "GPU %(index)s: row remapping failed (%(rows)s): its memory cannot be repaired any more; "
+                "drain it and have it serviced",
+                index=g.index,
+                rows=rows,
+            ),
+        )
+    if g.row_remap_pending:
+        return (
+            "gpu.row_remap",
+            "degraded",
+            later(
+                "GPU %(index)s: a row remap is pending (%(rows)s): drain the GPU and reset it to apply it",
+                index=g.index,
+                rows=rows,
+            ),
+        )
+    return None
 
 
 def _saturated(g: GpuState, th: Thresholds) -> tuple[str, Severity, Message] | None:
@@ -148,9 +183,10 @@ CATEGORY_BY_CODE = {
     "gpu.power_cap": Category.POWER,
     "gpu.xid": Category.XID,
     "gpu.ecc": Category.ECC,
+    "gpu.row_remap": Category.ECC,
     "gpu.saturated": Category.SATURATED,
 }
-GPU_RULES = (_xid, _ecc, _thermal, _power, _saturated)
+GPU_RULES = (_xid, _ecc, _row_remap, _thermal, _power, _saturated)
 
 
 def _merge(parts: list[tuple[str, Severity, Message]], busy: bool) -> list[Finding]:

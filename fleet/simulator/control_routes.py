@@ -6,9 +6,13 @@ one port for the whole fleet. `make run` starts it on $SIM_CONTROL_PORT (8199), 
 `manage.py fault` (settings.SIMULATOR_CONTROL_URL) talks to it.
 
 GET    /_sim/instances                      name, engine, version, port, listening, exit code,
-                                            GPU indices and active faults of each
+                                            GPU indices, GPU host and active faults of each
 GET    /_sim/instances/{name}/state         as the instance's own /_sim/state
 GET    /_sim/instances/{name}/nvml          as /_sim/nvml
+GET    /_sim/hosts/{host}/dcgm              dcgm-exporter's /metrics text for the GPUs of every
+                                            instance whose spec names that gpu_host (the
+                                            inventory's host name), each GPU once
+                                            (fleet.simulator.dcgm_exposition)
 POST   /_sim/instances/{name}/faults        as /_sim/faults, every kind: a crash stops the port
                                             and records the exit code, refuse_connections
                                             closes it; 400 naming the field on a bad fault
@@ -18,7 +22,7 @@ DELETE /_sim/instances/{name}/faults        as /_sim/faults (?kind=...); clearin
 POST   /_sim/instances/{name}/load          as /_sim/load
 GET    /_sim/instances/{name}/access_log    as /_sim/access_log
 
-An unknown instance is a 404 whose JSON names it.
+An unknown instance, or a host no instance runs on, is a 404 whose JSON names it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any
 
 from aiohttp import web
 
+from fleet.nvml.base import NvmlReading
+from fleet.simulator.dcgm_exposition import CONTENT_TYPE, dcgm_text, host_gpus
 from fleet.simulator.sim_routes import (
     access_log_response,
     add_fault_response,
@@ -45,6 +51,7 @@ def control_app(runner: Any) -> web.Application:
         web.get("/_sim/instances", _list),
         web.get("/_sim/instances/{name}/state", _state),
         web.get("/_sim/instances/{name}/nvml", _nvml),
+        web.get("/_sim/hosts/{host}/dcgm", _host_dcgm),
         web.post("/_sim/instances/{name}/faults", _add_fault),
         web.delete("/_sim/instances/{name}/faults", _clear_faults),
         web.post("/_sim/instances/{name}/load", _set_load),
@@ -76,6 +83,7 @@ async def _list(request: web.Request) -> web.Response:
             "listening": inst.listening,
             "exit_code": inst.exit_code,
             "gpus": inst.gpu_indices,
+            "gpu_host": inst.spec.gpu_host,
             "faults": inst.faults.to_list(now=inst.clock()),
         }
         for inst in request.app[RUNNER_KEY].instances.values()
@@ -89,6 +97,19 @@ async def _state(request: web.Request) -> web.Response:
 
 async def _nvml(request: web.Request) -> web.Response:
     return _json(_instance(request).nvml())
+
+
+async def _host_dcgm(request: web.Request) -> web.Response:
+    host = request.match_info["host"]
+    instances = request.app[RUNNER_KEY].instances.values()
+    mine = sorted((i for i in instances if i.spec.gpu_host == host), key=lambda i: i.spec.name)
+    if not mine:
+        known = sorted({i.spec.gpu_host for i in instances if i.spec.gpu_host})
+        error = f"no simulated instance runs on host {host!r}; hosts: {', '.join(known) or 'none'}"
+        raise web.HTTPNotFound(text=json.dumps({"error": error}), content_type="application/json")
+    readings = [NvmlReading.from_dict(inst.nvml()) for inst in mine]
+    text = dcgm_text(gpus=host_gpus(readings), driver_version=readings[0].driver_version, hostname=host)
+    return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
 
 
 async def _add_fault(request: web.Request) -> web.Response:

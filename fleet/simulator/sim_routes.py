@@ -5,6 +5,8 @@ POST   /_sim/faults       {"kind": ..., params..., "duration_s": ...} -> 201, or
                           (and the field); a gpu the instance does not have is a 400 too
 DELETE /_sim/faults       clear all faults (?kind=hang clears one)
 GET    /_sim/nvml         the GPUs as NVML would report them (fleet.nvml.base.NvmlReading JSON)
+GET    /_sim/dcgm         the same GPUs as dcgm-exporter's /metrics text (dcgm_exposition.py),
+                          Hostname the spec's gpu_host (none when it has none)
 POST   /_sim/load         {"stream": ..., "requests_per_s": ..., ...}: start, change or stop a stream
 GET    /_sim/access_log   the last requests in nginx's combined format (?limit=N)
 
@@ -18,6 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
+from fleet.nvml.base import NvmlReading
+from fleet.simulator.dcgm_exposition import CONTENT_TYPE, dcgm_text
 from fleet.simulator.faults import FaultError, FaultKind
 from fleet.simulator.spec import SpecError
 
@@ -28,6 +32,7 @@ def sim_routes() -> list[web.RouteDef]:
         web.post("/_sim/faults", _add_fault),
         web.delete("/_sim/faults", _clear_faults),
         web.get("/_sim/nvml", _nvml),
+        web.get("/_sim/dcgm", _dcgm),
         web.post("/_sim/load", _set_load),
         web.get("/_sim/access_log", _access_log),
     ]
@@ -91,6 +96,15 @@ def clear_faults_response(instance: Any, request: web.Request) -> web.Response:
 
 async def _nvml(request: web.Request) -> web.Response:
     return _json(_instance(request).nvml())
+
+
+async def _dcgm(request: web.Request) -> web.Response:
+    instance = _instance(request)
+    reading = NvmlReading.from_dict(instance.nvml())
+    text = dcgm_text(
+        gpus=reading.gpus, driver_version=reading.driver_version, hostname=instance.spec.gpu_host
+    )
+    return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
 
 
 async def _set_load(request: web.Request) -> web.Response:

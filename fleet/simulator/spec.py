@@ -101,6 +101,7 @@ class InstanceSpec:
     driver_version: str = "570.133.20"
     cuda_version: str = "12.8"
     gpus: tuple[GpuSlot, ...] = ()
+    gpu_host: str = ""  # the inventory host it runs on: GET /_sim/hosts/{gpu_host}/dcgm serves its GPUs
     load: LoadProfile = field(default_factory=LoadProfile)
     seed: int = 0
 
@@ -301,6 +302,7 @@ def _spec_from_row(row, port: int, load: LoadProfile) -> InstanceSpec:
         gpus=tuple(
             GpuSlot(index=g.index, uuid=g.uuid, pci_bus_id=g.pci_bus_id, numa_node=g.numa_node) for g in gpus
         ),
+        gpu_host=row.host.name,
         load=load,
         seed=row.pk or 0,
     )

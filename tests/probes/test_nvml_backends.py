@@ -4,6 +4,7 @@ import json
 import pytest
 
 from fleet.nvml.base import NvmlError, NvmlReading, ThrottleReason
+from fleet.nvml.dcgm import DcgmExporterBackend
 from fleet.nvml.device_check import reading_problems
 from fleet.nvml.pynvml_backend import (
     PynvmlBackend,
@@ -105,8 +106,9 @@ def test_an_unreachable_simulator_is_an_nvml_error():
 
 def test_the_registry_knows_its_kinds():
     assert isinstance(nvml_backend_for("pynvml"), PynvmlBackend)
-    with pytest.raises(ValueError, match="unknown NVML backend 'dcgm'"):
-        nvml_backend_for("dcgm")
+    assert isinstance(nvml_backend_for("dcgm", url="http://10.0.0.5:9400/metrics"), DcgmExporterBackend)
+    with pytest.raises(ValueError, match="unknown NVML backend 'rocm'"):
+        nvml_backend_for("rocm")
 
 
 def test_device_check_accepts_a_sane_reading_and_names_impossible_values():
