@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from fleet import gpu_catalog
 from fleet.models import Gpu, MetricSample, ProbeSettings
-from fleet.probe_service import DEFAULT_INTERVALS_S
+from fleet.probe_service import DEFAULT_INTERVALS_S, HOST_CHECKS_INTERVAL_S
 from fleet.retention import BUCKET_SECONDS
 from fleet.series import BY_NAME
 
@@ -112,6 +112,8 @@ PANELS: tuple[Panel, ...] = (
         full_scale=True,
     ),
     Panel(_("GPU temperature"), (("gpu_temperature_c", _("hottest GPU")),), _("temperature (°C)")),
+    # From the host's agent: a steady climb is the guide's tokenizer leak (2.4.2).
+    Panel(_("Engine process memory (RSS)"), (("engine_rss_gib", _("RSS")),), _("host memory (GiB)")),
     Panel(
         _("Probe latency"),
         (
@@ -179,7 +181,8 @@ def sampling_interval_s(points: list[tuple[datetime, float]], *, default_s: floa
 
 def _every_s(points: list, name: str, coarse_before: datetime) -> float:
     raw = [p for p in points if p[0] >= coarse_before]
-    return sampling_interval_s(raw, default_s=DEFAULT_INTERVALS_S[BY_NAME[name].kind])
+    kind = BY_NAME[name].kind
+    return sampling_interval_s(raw, default_s=DEFAULT_INTERVALS_S.get(kind, HOST_CHECKS_INTERVAL_S))
 
 
 def instance_panels(*, instance, since) -> list[dict]:

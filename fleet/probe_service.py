@@ -100,6 +100,8 @@ def _stored_scrape(state: InstanceState) -> Scrape | None:
 
 # Seconds between scheduled runs of each probe kind, unless the schedule hands in others.
 DEFAULT_INTERVALS_S = {"health": 30, "stream": 60, "metrics": 30, "gpu": 30}
+# Seconds between the host agents' snapshots (the "host checks" schedule): their series' spacing.
+HOST_CHECKS_INTERVAL_S = 60
 
 
 def stale_after(intervals_s: dict[str, float] | None = None) -> dict[str, timedelta]:

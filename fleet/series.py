@@ -22,7 +22,7 @@ class Series:
     name: str
     label: str
     unit: str
-    kind: ProbeKind
+    kind: ProbeKind | str  # a probe kind, or "host": sent by the host's agent (fleet.agent.status)
 
 
 def _engine(name: str, label: str, unit: str) -> Series:
@@ -56,6 +56,7 @@ SERIES: tuple[Series, ...] = (
     Series("gpu_memory_used_pct", "GPU memory used", "%", ProbeKind.GPU),
     Series("gpu_sm_utilization_pct", "SM utilization", "%", ProbeKind.GPU),
     Series("gpu_temperature_c", "hottest GPU", "°C", ProbeKind.GPU),
+    Series("engine_rss_gib", "engine RSS", "GiB", "host"),
 )
 BY_NAME: dict[str, Series] = {s.name: s for s in SERIES}
 NAMES: frozenset[str] = frozenset(BY_NAME)

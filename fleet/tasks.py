@@ -34,3 +34,11 @@ def agent_report(*, envelope: dict) -> None:
         receive(envelope=envelope)
     except ReportRefused as exc:
         logging.getLogger("fleet.agent").warning("agent report refused: %s", exc)
+
+
+@shared_task(name="fleet.host_checks", ignore_result=True, soft_time_limit=60, time_limit=90)
+def host_checks(*, interval_s: float = 60) -> None:
+    """Send each live agent its host-side checks; they expire after one interval."""
+    from fleet.agent.dispatch import request_snapshots
+
+    request_snapshots(interval_s=interval_s)

@@ -22,6 +22,7 @@ urlpatterns = [
     path("instances/<int:pk>/charts/", probing.instance_charts, name="instance-charts"),
     path("instances/<int:pk>/state/", probing.instance_state, name="instance-state"),
     path("runs/<int:pk>/", probing.run_status, name="run-status"),
+    path("instances/<int:pk>/host/", agents.instance_on_host_panel, name="instance-on-host"),
     path("hosts/<int:pk>/agent/", agents.agent_panel, name="host-agent"),
     path("hosts/<int:pk>/agent/enroll/", agents.enroll, name="host-agent-enroll"),
     path("hosts/<int:pk>/agent/rotate/", agents.rotate, name="host-agent-rotate"),

@@ -77,6 +77,15 @@ SCHEDULES: tuple[Schedule, ...] = (
         "page and the fleet overview.",
     ),
     Schedule(
+        name="host checks",
+        task="fleet.host_checks",
+        kwargs={"interval_s": 60},
+        every_seconds=60,
+        description="Asks each GPU host's agent for its host-side checks (kernel log, containers, the "
+        "engine's process and flags, memory, disks, ports, NUMA); hosts whose agent is missing are "
+        "skipped.",
+    ),
+    Schedule(
         name="prune metric samples",
         task="fleet.prune_samples",
         every_seconds=3600,

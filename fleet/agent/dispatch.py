@@ -4,12 +4,14 @@ Hosts whose agent is missing are not sent anything (their queue would only grow)
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from celery import current_app
 from django.utils import timezone
 
-from fleet.models import GpuTelemetry, HostAgent
+from fleet.models import AgentRequest, GpuHost, GpuTelemetry, HostAgent
 
 
 def live_agents(**filters: Any) -> list[HostAgent]:
@@ -33,3 +35,37 @@ def request_gpu_readings(*, interval_s: float) -> list[str]:
         send("agent.read_gpus", host=agent.host.name, expires_s=interval_s)
         asked.append(agent.host.name)
     return asked
+
+
+def expectations(agent: HostAgent) -> dict[str, Any]:
+    """What the host's checks look for: the inventory's instances on it, by port."""
+    instances = agent.host.instances.filter(enabled=True).order_by("name")
+    return {
+        "instances": [{"name": i.name, "engine": i.engine, "port": port_of(i.base_url)} for i in instances]
+    }
+
+
+def port_of(base_url: str) -> int:
+    parts = urlsplit(base_url)
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def request_snapshots(*, interval_s: float) -> list[str]:
+    """Ask every live agent for a snapshot of its host's checks; the names of the hosts asked."""
+    asked = []
+    for agent in live_agents():
+        send("agent.snapshot", host=agent.host.name, expires_s=interval_s, expect=expectations(agent))
+        asked.append(agent.host.name)
+    return asked
+
+
+def ask(check: str, *, host: GpuHost, purpose: str, expires_s: float, **kwargs: Any) -> AgentRequest:
+    """Send a check whose answer someone waits for; the AgentRequest row says when it comes."""
+    request = AgentRequest.objects.create(
+        host=host,
+        task=check,
+        purpose=purpose[:64],
+        expires_at=timezone.now() + timedelta(seconds=expires_s),
+    )
+    send(check, host=host.name, expires_s=expires_s, request_id=request.request_id, **kwargs)
+    return request

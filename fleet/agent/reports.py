@@ -17,7 +17,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from fleet.agent.credentials import agent_token, signature_ok
-from fleet.models import HostAgent
+from fleet.agent.signals import agent_answered
+from fleet.models import AgentRequest, HostAgent
 from fleet.nvml.base import NvmlReading
 
 log = logging.getLogger("fleet.agent")
@@ -26,7 +27,7 @@ MAX_REPORT_BYTES = 512 * 1024
 # A report older than this (a broker backlog, a replay) or dated in the future is refused.
 MAX_AGE = timedelta(minutes=10)
 MAX_SKEW = timedelta(minutes=2)
-KINDS = frozenset({"heartbeat", "gpus", "snapshot", "misrouted", "predeploy", "logs"})
+KINDS = frozenset({"heartbeat", "gpus", "snapshot", "misrouted", "answer"})
 
 
 class ReportRefused(Exception):
@@ -77,9 +78,15 @@ def receive(*, envelope: Any) -> HostAgent:
     elif kind == "snapshot":
         agent.snapshot, agent.snapshot_at = body, now
         fields += ["snapshot", "snapshot_at"]
+    elif kind == "answer":
+        _answer(agent, body, now)
     elif kind == "misrouted":
         log.error("agent on %s refused a task for host %s", agent.host.name, body.get("task_host"))
     agent.save(update_fields=fields)
+    if kind == "snapshot":
+        from fleet.agent.status import record_rss
+
+        record_rss(agent)
     return agent
 
 
@@ -107,3 +114,17 @@ def _gpus(agent: HostAgent, body: dict[str, Any], now: datetime) -> list[str]:
     else:
         agent.gpu_reading, agent.gpu_error = None, str(body.get("error") or "no reading")[:1000]
     return ["gpu_reading", "gpu_reading_at", "gpu_error"]
+
+
+def _answer(agent: HostAgent, body: dict[str, Any], now: datetime) -> None:
+    """The answer to an AgentRequest of this host; one for another host's request, an unknown
+    or an already answered one is dropped (and logged)."""
+    request_id = body.get("request_id")
+    answer = body.get("answer")
+    request = AgentRequest.objects.filter(request_id=str(request_id), host=agent.host).first()
+    if request is None or request.status != AgentRequest.Status.SENT or not isinstance(answer, dict):
+        log.warning("agent on %s answered an unknown request %r", agent.host.name, request_id)
+        return
+    request.answer, request.answered_at, request.status = answer, now, AgentRequest.Status.ANSWERED
+    request.save(update_fields=["answer", "answered_at", "status"])
+    agent_answered.send(sender=AgentRequest, request=request)

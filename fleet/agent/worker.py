@@ -21,7 +21,7 @@ from celery import Celery
 
 from fleet.agent.credentials import sign
 from fleet.agent.routing import AGENT_TASKS, CENTRAL_QUEUE, REPORT_TASK, host_queues
-from fleet.nvml.base import NvmlBackend, NvmlError
+from fleet.nvml.base import NvmlBackend, NvmlError, NvmlReading
 
 log = logging.getLogger("fleet.agent")
 
@@ -127,6 +127,47 @@ class Agent:
         self.report("misrouted", {"task_host": str(host)[:253]})
         return False
 
+    def snapshot(self, expect: dict[str, Any]) -> dict[str, Any]:
+        from fleet.agent import checks
+
+        return checks.snapshot(config=self.config, expect=expect, reading=self.nvml_reading())
+
+    def nvml_reading(self) -> NvmlReading | None:
+        if self._backend is None:
+            return None
+        try:
+            return self._backend.read()
+        except Exception:  # the GPU reading has its own report; the others go on without it
+            return None
+
+    def answer(self, request_id: object, answer: dict[str, Any]) -> None:
+        self.report("answer", {"request_id": str(request_id)[:64], "answer": answer})
+
+    def predeploy_facts(self, *, model_dir: object, port: object) -> dict[str, Any]:
+        from fleet.agent.gather import predeploy_facts
+
+        if not isinstance(model_dir, str) or not model_dir.startswith("/") or len(model_dir) > 1024:
+            return {"error": "the model directory must be an absolute path"}
+        if not isinstance(port, int) or not 0 < port < 65536:
+            return {"error": "the port must be a number from 1 to 65535"}
+        facts = predeploy_facts(
+            config=self.config, reading=self.nvml_reading(), model_dir=model_dir, port=port
+        )
+        return {"facts": facts.to_dict()}
+
+    def pull_logs(self, *, source: object, lines: object) -> dict[str, Any]:
+        from fleet.hostchecks.engine_logs import LogSource, pull_engine_log
+
+        try:
+            chosen = LogSource.from_dict(source)
+        except (ValueError, TypeError) as exc:
+            return {"error": f"bad log source: {exc}"}
+        count = lines if isinstance(lines, int) and 0 < lines <= 2000 else 200
+        pulled = pull_engine_log(
+            source=chosen, lines=count, docker_socket=self.config.docker_socket, root=Path(self.config.root)
+        )
+        return {"log": pulled.to_dict()}
+
     def read_gpus(self) -> dict[str, Any]:
         if self._backend is None:
             return {"error": self._backend_error or "NVML is off on this agent (--nvml off)"}
@@ -171,3 +212,18 @@ def _register_tasks(agent: Agent) -> None:
     def read_gpus(*, host: str) -> None:
         if agent.mine(host):
             agent.report("gpus", agent.read_gpus())
+
+    @app.task(name="agent.snapshot", ignore_result=True, soft_time_limit=40, time_limit=60)
+    def snapshot(*, host: str, expect: dict[str, Any] | None = None) -> None:
+        if agent.mine(host):
+            agent.report("snapshot", agent.snapshot(expect if isinstance(expect, dict) else {}))
+
+    @app.task(name="agent.predeploy_facts", ignore_result=True, soft_time_limit=100, time_limit=120)
+    def predeploy_facts(*, host: str, request_id: str, model_dir: str = "", port: int = 8000) -> None:
+        if agent.mine(host):
+            agent.answer(request_id, agent.predeploy_facts(model_dir=model_dir, port=port))
+
+    @app.task(name="agent.pull_logs", ignore_result=True, soft_time_limit=100, time_limit=120)
+    def pull_logs(*, host: str, request_id: str, source: dict | None = None, lines: int = 200) -> None:
+        if agent.mine(host):
+            agent.answer(request_id, agent.pull_logs(source=source, lines=lines))

@@ -1,4 +1,4 @@
-from fleet.models.agents import HostAgent
+from fleet.models.agents import AgentRequest, HostAgent
 from fleet.models.changelog import ChangeAction, ChangeLogEntry
 from fleet.models.gateways import Gateway, GatewayKind
 from fleet.models.hosts import Gpu, GpuHost, GpuTelemetry, MigMode
@@ -16,6 +16,7 @@ from fleet.models.probes import (
 )
 
 __all__ = [
+    "AgentRequest",
     "ChangeAction",
     "ChangeLogEntry",
     "DType",

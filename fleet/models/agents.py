@@ -18,6 +18,10 @@ def new_salt() -> str:
     return secrets.token_hex(8)
 
 
+def new_request_id() -> str:
+    return secrets.token_hex(16)
+
+
 class HostAgent(models.Model):
     # An agent heartbeats every HEARTBEAT_S; one silent for MISSING_AFTER is missing.
     HEARTBEAT_S = 30
@@ -33,12 +37,12 @@ class HostAgent(models.Model):
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     hostname = models.CharField(max_length=253, blank=True, help_text=_("As the agent reports it."))
     agent_version = models.CharField(max_length=64, blank=True)
-    pid = models.PositiveIntegerField(null=True, blank=True)
+    pid = models.PositiveIntegerField(_("PID"), null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     capabilities = models.JSONField(default=dict, blank=True)
-    gpu_reading = models.JSONField(null=True, blank=True)
-    gpu_reading_at = models.DateTimeField(null=True, blank=True)
-    gpu_error = models.TextField(blank=True)
+    gpu_reading = models.JSONField(_("GPU reading"), null=True, blank=True)
+    gpu_reading_at = models.DateTimeField(_("GPU reading at"), null=True, blank=True)
+    gpu_error = models.TextField(_("GPU error"), blank=True)
     snapshot = models.JSONField(null=True, blank=True)
     snapshot_at = models.DateTimeField(null=True, blank=True)
     rejected_reports = models.PositiveIntegerField(
@@ -57,3 +61,38 @@ class HostAgent(models.Model):
         """No heartbeat yet, or none for MISSING_AFTER."""
         now = now or timezone.now()
         return self.last_heartbeat_at is None or now - self.last_heartbeat_at > self.MISSING_AFTER
+
+
+class AgentRequest(models.Model):
+    """One check asked of a host's agent whose answer someone waits for (a pre-deploy
+    checklist, a log pull): the answer lands here by its request id, and
+    fleet.agent.signals.agent_answered tells whoever asked."""
+
+    class Status(models.TextChoices):
+        SENT = "sent", _("sent")
+        ANSWERED = "answered", _("answered")
+        EXPIRED = "expired", _("no answer")
+
+    host = models.ForeignKey(GpuHost, on_delete=models.CASCADE, related_name="agent_requests")
+    request_id = models.CharField(_("request ID"), max_length=32, unique=True, default=new_request_id)
+    task = models.CharField(max_length=32)  # the agent task, e.g. agent.pull_logs
+    purpose = models.CharField(max_length=64, blank=True, help_text=_("Who asked, e.g. incident:42."))
+    sent_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SENT)
+    answer = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("agent request")
+        verbose_name_plural = _("agent requests")
+        ordering = ["-sent_at"]
+
+    def __str__(self) -> str:
+        return f"{self.task} on {self.host_id} ({self.status})"
+
+    def shown_status(self, *, now: datetime | None = None) -> str:
+        """sent, answered, or expired once its time passed unanswered."""
+        if self.status == self.Status.SENT and (now or timezone.now()) > self.expires_at:
+            return self.Status.EXPIRED
+        return self.status

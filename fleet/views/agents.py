@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 from core.roles import Role, has_role, role_required
 from fleet.agent.install import AgentInstall
 from fleet.agent.reports import token_for
-from fleet.agent.status import agent_of, condition_of
-from fleet.models import GpuHost, HostAgent
+from fleet.agent.status import agent_of, condition_of, instance_on_host
+from fleet.models import GpuHost, HostAgent, Instance
 from fleet.models.agents import new_salt
 
 POLL_SECONDS = 10
@@ -67,3 +67,16 @@ def rotate(request: HttpRequest, pk: int) -> HttpResponse:
         request, _("New token for the agent of %(host)s: the old one no longer works.") % {"host": host}
     )
     return redirect(f"{host.get_absolute_url()}#agent")
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def instance_on_host_panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The instance page's "On the host" card, from its host agent's latest snapshot."""
+    instance = get_object_or_404(Instance.objects.select_related("host", "host__agent"), pk=pk)
+    context = {
+        "object": instance,
+        "seen": instance_on_host(instance),
+        "has_agent": agent_of(instance.host) is not None,
+    }
+    return render(request, "fleet/instances/_on_host.html", context)

@@ -75,7 +75,12 @@ def start_agent(redis_broker, tmp_path):
     started: list[AgentProcess] = []
 
     def start(
-        agent: HostAgent, *, nvml: str, heartbeat_s: float = 1.0, root: Path | None = None
+        agent: HostAgent,
+        *,
+        nvml: str,
+        heartbeat_s: float = 1.0,
+        root: Path | None = None,
+        docker_socket: Path | None = None,
     ) -> AgentProcess:
         env = {
             **os.environ,
@@ -89,6 +94,7 @@ def start_agent(redis_broker, tmp_path):
             sys.executable, "manage.py", "agent", "--host", agent.host.name, "--nvml", nvml,
             "--heartbeat", str(heartbeat_s), "--concurrency", "1", "--loglevel", "INFO",
             *(["--root", str(root)] if root else []),
+            *(["--docker-socket", str(docker_socket)] if docker_socket else []),
         ]  # fmt: skip
         with log.open("wb") as out:
             process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -99,3 +99,18 @@ def test_a_down_instance_on_a_dead_host_says_the_host_is_down(viewer_client):
     HostAgent.objects.create(host=host, last_heartbeat_at=timezone.now() - timedelta(minutes=10))
     said = viewer_client.get(reverse("fleet:instance-state", args=[instance.pk])).content.decode()
     assert "the host is down, not only the instance" in said and 'data-host-up="false"' in said
+
+
+def test_the_overview_flags_a_host_whose_agent_is_missing_and_a_host_that_is_down(viewer_client):
+    quiet, dead, fine = make_host(name="node-a"), make_host(name="node-b"), make_host(name="node-c")
+    answering = make_instance(quiet, name="vllm-a")
+    InstanceState.objects.create(instance=answering, since=timezone.now(), verdict="up")
+    _down(make_instance(dead, name="vllm-b"), "connect.timeout")
+    make_instance(fine, name="vllm-c")
+    long_ago = timezone.now() - timedelta(minutes=10)
+    HostAgent.objects.create(host=quiet, last_heartbeat_at=long_ago)
+    HostAgent.objects.create(host=dead, last_heartbeat_at=long_ago)
+    HostAgent.objects.create(host=fine, last_heartbeat_at=timezone.now())
+    page = viewer_client.get(reverse("fleet:overview")).content.decode()
+    assert page.count('data-condition="agent_missing"') == 1 and page.count('data-condition="host_down"') == 1
+    assert 'data-condition="agent_up"' not in page  # a beating agent is not news

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from fleet import probe_service
 from fleet.agent import dispatch
-from fleet.agent.routing import host_queue
+from fleet.agent.routing import AGENT_TASKS, host_queue
 from fleet.host_condition import AGENT_MISSING, AGENT_UP, host_condition
 from fleet.models import HostAgent, InstanceState
 from tests.conftest import wait_for
@@ -55,7 +55,8 @@ def test_an_agent_knows_only_its_fixed_checks(fleet_with_agents):
     _, agents = fleet_with_agents
     assert wait_for(lambda: "ready." in agents["node-a"].output(), timeout=30)
     listed = agents["node-a"].output().split("[tasks]", 1)[1].split("\n\n", 1)[0]
-    assert sorted(line.strip(" .") for line in listed.strip().splitlines()) == ["agent.read_gpus"]
+    assert sorted(line.strip(" .") for line in listed.strip().splitlines()) == sorted(AGENT_TASKS)
+    assert len(AGENT_TASKS) == 4  # GPUs, snapshot, pre-deploy facts, log pull: nothing else
 
 
 def test_the_gpu_probe_judges_what_each_hosts_agent_read_on_that_host(fleet_with_agents, redis_broker):
