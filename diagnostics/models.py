@@ -262,3 +262,32 @@ class TriageRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class PredeployRun(models.Model):
+    """The guide's pre-deploy checklist (4.1.1) run against a GPU host: the facts come from
+    the host's agent (an AgentRequest), the items are judged here (diagnostics.predeploy_service)."""
+
+    host = models.ForeignKey("fleet.GpuHost", on_delete=models.CASCADE, related_name="predeploy_runs")
+    instance = models.ForeignKey(
+        "fleet.Instance", on_delete=models.SET_NULL, null=True, blank=True, related_name="predeploy_runs"
+    )
+    request = models.OneToOneField(
+        "fleet.AgentRequest", on_delete=models.SET_NULL, null=True, blank=True, related_name="predeploy_run"
+    )
+    requested_by = models.CharField(max_length=150, blank=True)
+    requirements = models.JSONField(default=dict)
+    facts = models.JSONField(null=True, blank=True)
+    items = models.JSONField(default=list, blank=True)
+    overall = models.CharField(max_length=24, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    judged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("pre-deploy check")
+        verbose_name_plural = _("pre-deploy checks")
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"pre-deploy check {self.pk} of {self.host_id}"

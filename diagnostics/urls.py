@@ -1,6 +1,6 @@
 from django.urls import path
 
-from diagnostics.views import configs, sizing, triage, troubleshoot
+from diagnostics.views import configs, predeploy, sizing, triage, troubleshoot
 
 urlpatterns = [
     path("sizing/", sizing.page, name="sizing"),
@@ -11,6 +11,8 @@ urlpatterns = [
     path("configs/nginx/lint/", configs.lint, name="config-lint"),
     path("configs/<slug:kind>/", configs.generator_page, name="config-generator"),
     path("configs/<slug:kind>/download/", configs.download, name="config-download"),
+    path("hosts/<int:pk>/predeploy/", predeploy.host_panel, name="host-predeploy"),
+    path("predeploy/<int:pk>/", predeploy.run_status, name="predeploy-run"),
     path("troubleshoot/", troubleshoot.index, name="troubleshoot"),
     path("troubleshoot/triage/", triage.triage, name="triage"),
     path("troubleshoot/triage/<int:pk>/", triage.run_page, name="triage-run"),

@@ -11,6 +11,7 @@ MTTA is measured only from real acknowledgements."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -114,7 +115,18 @@ def _open_or_join(key, title, category, severity, source, at, text, instances, h
     from incidents import notify
 
     transaction.on_commit(lambda: notify.queue(incident_id=incident.pk, event="opened"))
+    transaction.on_commit(lambda: _pull_engine_logs(incident.pk))
     return incident, True
+
+
+def _pull_engine_logs(incident_id: int) -> None:
+    """The agents of the incident's hosts pull their engines' logs (incidents.log_pulls)."""
+    from incidents.log_pulls import request_engine_logs
+
+    try:
+        request_engine_logs(incident_id=incident_id)
+    except Exception:  # the broker is away: the incident stands without the pulled log
+        logging.getLogger("incidents").warning("could not ask for the engine logs", exc_info=True)
 
 
 def reopen_window() -> timedelta:
