@@ -18,7 +18,9 @@ from django.utils import timezone
 from core.htmx import wants_partial
 from core.roles import Role, role_required
 from diagnostics.models import CapacityFinding
-from fleet.models import Instance
+from fleet.agent.status import agent_of
+from fleet.host_condition import AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE, HostCondition, host_condition
+from fleet.models import HostAgent, Instance
 from fleet.probe_service import stale_after
 from fleet.shown_state import STATES, shown_state
 from incidents.maintenance import current_and_upcoming
@@ -54,7 +56,7 @@ def _tiles(state: str, windows: list) -> tuple[list, dict[str, int]]:
     instances = with_shown_state(
         list(
             Instance.objects.filter(host__drill=False)
-            .select_related("host", "state")
+            .select_related("host", "host__agent", "state")
             .prefetch_related(Prefetch("capacity_findings", queryset=findings, to_attr="open_capacity"))
             .order_by("host__name", "name")
         ),
@@ -66,12 +68,25 @@ def _tiles(state: str, windows: list) -> tuple[list, dict[str, int]]:
         counts[instance.shown] += 1
     shown = [i for i in instances if not state or i.shown == state]
     groups = [(host, list(items)) for host, items in groupby(shown, key=lambda i: i.host)]
-    return groups, counts
+    return [(host, items, _condition(host, items)) for host, items in groups], counts
+
+
+def _condition(host, items: list[Instance]) -> HostCondition | None:  # noqa: ANN001
+    """The host's condition when it is news: its agent missing, or the host down."""
+    agent = agent_of(host)
+    found = host_condition(
+        enrolled=agent is not None,
+        last_heartbeat_at=agent.last_heartbeat_at if agent else None,
+        missing_after=HostAgent.MISSING_AFTER,
+        instances=[(i.verdict, i.state.findings if hasattr(i, "state") else []) for i in items],
+        now=timezone.now(),
+    )
+    return found if found.condition in (AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE) else None
 
 
 def _capacity(groups: list) -> list:
     """(instance, finding) for the open critical and warning capacity findings shown."""
-    return [(i, f) for _, items in groups for i in items for f in i.open_capacity if f.severity != "info"]
+    return [(i, f) for _, items, _ in groups for i in items for f in i.open_capacity if f.severity != "info"]
 
 
 @role_required(Role.VIEWER)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from fleet.inventory_io import apply_import, counts_summary, plan_import
@@ -15,7 +16,10 @@ class Command(BaseCommand):
     help = "Load the demo fleet from fleet/demo_fleet.yaml (logged with source 'demo')."
 
     def handle(self, *args, **options) -> None:
-        plan = plan_import(text=DEMO_FLEET.read_text(encoding="utf-8"), fmt="yaml")
+        text = DEMO_FLEET.read_text(encoding="utf-8").replace(
+            "{sim_control}", settings.SIMULATOR_CONTROL_URL.rstrip("/")
+        )
+        plan = plan_import(text=text, fmt="yaml")
         if not plan.ok:
             problems = "; ".join(str(error) for error in plan.errors)
             raise CommandError(f"The demo fleet does not import: {problems}")
