@@ -58,7 +58,7 @@ def _listener(listener: ports.Listener | None) -> str | None:
         return None
     if listener.pid is None:
         return "a process the agent cannot see"
-    return f"pid {listener.pid} {listener.process}".strip()
+    return f"PID {listener.pid} {listener.process}".strip()
 
 
 def _gpu(gpu, root: Path) -> GpuFact:

@@ -5,9 +5,12 @@ opens on its instance."""
 from __future__ import annotations
 
 import tempfile
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.urls import reverse
 from django.utils import timezone
 
@@ -116,3 +119,20 @@ def test_an_incident_on_the_instance_brings_its_engines_log_triaged_to_the_timel
     assert entry.data["category"].startswith("oom")
     assert "pulled from container vllm-server on node-a" in entry.text
     assert AgentRequest.objects.get(purpose=f"incident:{incident.pk}:{instance.pk}").status == "answered"
+
+
+def test_the_checklist_from_the_command_line_prints_each_item_and_fails_a_host_not_ready(host_with_agent):
+    host, instance, _, _ = host_with_agent
+    out = StringIO()
+    with pytest.raises(CommandError, match="node-a: not ready"):  # the tree's vLLM holds the port
+        call_command("predeploy", "node-a", "--instance", instance.name, "--wait", "60", stdout=out)
+    printed = out.getvalue()
+    assert "[ok  ]" in printed and "[FAIL]" in printed and printed.rstrip().endswith("node-a: not ready")
+
+
+def test_the_checklist_command_names_what_is_wrong_with_its_input(db):
+    make_host(name="node-z")
+    with pytest.raises(CommandError, match="no GPU host named 'nowhere'"):
+        call_command("predeploy", "nowhere", "--instance", "x")
+    with pytest.raises(CommandError, match=r"has no instance 'x' \(known: none\)"):
+        call_command("predeploy", "node-z", "--instance", "x")
