@@ -66,16 +66,17 @@ def limits_from(settings: ProbeSettings) -> ProbeLimits:
     return ProbeLimits(**{name: getattr(settings, name) for name in names if hasattr(settings, name)})
 
 
-def _gpu_backend(instance: Instance):
+def _gpu_backend(instance: Instance, intervals_s: dict[str, float] | None = None):
     """Where an instance's GPU state comes from. NVML is read by the host's agent, never
-    by this worker (whose GPUs are not the host's): the agent's last reading is used."""
+    by this worker (whose GPUs are not the host's): the agent's last reading is used while
+    it is fresh (the GPU kind's staleness window, from the schedule's intervals)."""
     telemetry = instance.host.gpu_telemetry
     if telemetry == GpuTelemetry.SIMULATED:
         return nvml_backend_for("simulated", url=f"{instance.base_url}/_sim/nvml")
     if telemetry == GpuTelemetry.DCGM:
         return nvml_backend_for("dcgm", url=instance.host.dcgm_exporter_url)
     if telemetry == GpuTelemetry.NVML:
-        fresh_for = stale_after()["gpu"]
+        fresh_for = stale_after(intervals_s)["gpu"]
         return reported_reading(host=instance.host, now=timezone.now(), fresh_for=fresh_for)
     return None
 
@@ -141,11 +142,18 @@ def probe_instances(
     settings: ProbeSettings,
     kinds: Iterable[ProbeKind] = ALL_KINDS,
     light_health: bool = False,
+    intervals_s: dict[str, float] | None = None,
 ) -> list[InstanceProbe]:
     """Measure the instances for `kinds` concurrently (bounded by settings.concurrency);
     record_probes judges them, under the lock, with the stored results of the other kinds."""
     return asyncio.run(
-        _measure(instances=instances, settings=settings, kinds=parse_kinds(kinds), light_health=light_health)
+        _measure(
+            instances=instances,
+            settings=settings,
+            kinds=parse_kinds(kinds),
+            light_health=light_health,
+            intervals_s=intervals_s,
+        )
     )
 
 
@@ -155,6 +163,7 @@ def _measure(
     settings: ProbeSettings,
     kinds: frozenset[ProbeKind],
     light_health: bool = False,
+    intervals_s: dict[str, float] | None = None,
 ) -> Coroutine[Any, Any, list[InstanceProbe]]:
     """The probe of `instances` for `kinds`, to be run on an event loop (the ORM reads are
     done here, before it runs)."""
@@ -166,7 +175,9 @@ def _measure(
         concurrency=settings.concurrency,
         kinds=kinds,
         light_health=light_health,
-        gpu_backends={i.pk: _gpu_backend(i) for i in instances} if ProbeKind.GPU in kinds else {},
+        gpu_backends={i.pk: _gpu_backend(i, intervals_s) for i in instances}
+        if ProbeKind.GPU in kinds
+        else {},
     )
 
 
@@ -395,7 +406,9 @@ def sweep(
     the results: the body of a scheduled cycle, also run by drills on their own hosts."""
     (probe_kind,) = parse_kinds([kind])
     settings = settings or ProbeSettings.current()
-    probes = probe_instances(instances=instances, settings=settings, kinds={probe_kind})
+    probes = probe_instances(
+        instances=instances, settings=settings, kinds={probe_kind}, intervals_s=intervals_s
+    )
     return record_probes(
         instances=instances,
         probes=probes,
