@@ -17,7 +17,7 @@ PYTEST_ARGS       ?= --durations=25
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
 
-.PHONY: install run test test-embedded browser tools lint bench clean messages
+.PHONY: install run test test-embedded browser tools lint bench eval clean messages
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed, found " + sys.version.split()[0])'
@@ -97,6 +97,11 @@ messages: install
 
 bench: install
 	$(PY) -m benchmarks
+
+# The triage's honest score on real published logs: the development half and the test half
+# (split once by source thread), precision per category, the development half's confusion.
+eval: install
+	$(PY) -m tests.triage.corpus_eval
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
