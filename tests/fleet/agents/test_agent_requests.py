@@ -47,7 +47,8 @@ def docker_socket():
 
 
 @pytest.fixture
-def host_with_agent(tmp_path, docker_socket, simulator, celery_worker_thread, start_agent):
+def host_with_agent(tmp_path, settings, docker_socket, simulator, celery_worker_thread, start_agent):
+    settings.MEDIA_ROOT = tmp_path / "media"  # a pulled log is kept as a triage run's file
     (port,) = free_ports(1)
     host = make_host(name="node-a", address="127.0.0.1")
     gpus = [make_gpu(host, index=0)]
