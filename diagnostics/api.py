@@ -1,5 +1,6 @@
 """The sizing calculator over the JSON API: the same inputs as the page's query string
-(GET) or a JSON object (POST), the same JSON as `manage.py size --json`."""
+(GET) or a JSON object (POST), the same JSON as `manage.py size --json`. The GPU is a
+catalogue key, a name as nvidia-smi prints it, or a custom GPU given by its memory."""
 
 from __future__ import annotations
 
@@ -39,12 +40,22 @@ def _with_defaults(query: QueryDict) -> QueryDict:
     return filled
 
 
+_DESCRIBED = {
+    "gpu": 'A catalogue key ("h100-80gb") or the name nvidia-smi prints ("NVIDIA H100 80GB HBM3"); '
+    '"custom" or left out with gpu_memory_gib / gpu_memory_mib for another GPU.',
+    "gpu_memory_gib": "Another GPU's total memory per GPU, in GiB.",
+    "gpu_memory_mib": "Another GPU's total memory per GPU, in MiB as nvidia-smi's memory.total.",
+}
+
+
 class SizingView(APIView):
     permission_classes = [ToolPermission]
 
     @extend_schema(
         parameters=[
-            OpenApiParameter(name, OpenApiTypes.STR, required=name in ("model", "gpu"))
+            OpenApiParameter(
+                name, OpenApiTypes.STR, required=name == "model", description=_DESCRIBED.get(name, "")
+            )
             for name in SizingForm.base_fields
         ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},

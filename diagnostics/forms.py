@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.functional import Promise
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -19,7 +20,7 @@ from diagnostics.sizing.architecture import ConfigError
 from diagnostics.sizing.calculator import SizingSpec
 from diagnostics.sizing.catalog import MAX_CONFIG_BYTES, entry_from_upload
 from diagnostics.sizing.spec_values import spec_from_values
-from fleet import gpu_catalog
+from fleet import gpu_catalog, gpu_names
 from fleet.models import DType
 
 QUANTIZATION_CHOICES = [
@@ -45,7 +46,7 @@ BLOCK_CHOICES = [("", _("engine default")), ("16", "16"), ("32", "32"), ("64", "
 class NameSelect(forms.Select):
     """A select whose options are identifiers (model and GPU names, flag values): an option
     whose label is a name, or is its value, is marked translate="no" (it reads the same in
-    every language); the others ("engine default") are text."""
+    every language); the others ("engine default", a translatable label) are text."""
 
     def __init__(self, *args: Any, names: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -53,9 +54,36 @@ class NameSelect(forms.Select):
 
     def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):  # noqa: ANN001
         option = super().create_option(name, value, label, selected, index, subindex, attrs)
-        if (self.names and value) or str(label) == str(value):
+        if (self.names and value and not isinstance(label, Promise)) or str(label) == str(value):
             option["attrs"]["translate"] = "no"
         return option
+
+
+class GpuField(forms.ChoiceField):
+    """A catalogue GPU by key, by its catalogue name or by the name nvidia-smi, NVML or
+    rocm-smi prints ("NVIDIA H100 80GB HBM3"): cleaned to the key; "custom" (or blank)
+    means a GPU given by its memory. An unknown name is refused with the close matches."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=self._choices, required=False, **kwargs)
+
+    @staticmethod
+    def _choices() -> list[tuple[str, Any]]:
+        return [*gpu_catalog.choices(), (gpu_catalog.CUSTOM_KEY, _("another GPU (give its memory)"))]
+
+    def to_python(self, value: Any) -> str:
+        text = super().to_python(value).strip()
+        if not text or text == gpu_catalog.CUSTOM_KEY:
+            return text
+        gpu = gpu_names.find_gpu(text)
+        if gpu is None:
+            raise forms.ValidationError(shown(gpu_names.unknown_gpu(text)), code="unknown_gpu")
+        return gpu.key
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # The select shows the card a tool's name ("NVIDIA A100-SXM4-80GB") was read as.
+        gpu = gpu_names.find_gpu(data) if isinstance(data, str) else None
+        return gpu.key if gpu else data
 
 
 def flag(name: str) -> str:
@@ -73,7 +101,20 @@ class SizingForm(forms.Form):
         help_text=_("From the sizing catalogue; upload a config.json to add one."),
         widget=NameSelect(names=True),
     )
-    gpu = forms.ChoiceField(label="GPU", choices=gpu_catalog.choices, widget=NameSelect(names=True))
+    gpu = GpuField(label="GPU", widget=NameSelect(names=True))
+    gpu_memory_gib = forms.FloatField(
+        label=_("GPU memory (GiB)"),
+        min_value=1,
+        max_value=gpu_catalog.MAX_CUSTOM_MIB / 1024,
+        required=False,
+        help_text=_("For another GPU: its total memory per GPU."),
+    )
+    gpu_memory_mib = _int(
+        _("or GPU memory (MiB)"),
+        minimum=gpu_catalog.MIN_CUSTOM_MIB,
+        maximum=gpu_catalog.MAX_CUSTOM_MIB,
+        help_text=mark_safe(_("As <code>nvidia-smi</code> reports memory.total, like 81559.")),
+    )
     gpus = _int(pgettext_lazy("sizing: how many", "GPUs"), maximum=64, initial=1, required=True)
     tensor_parallel_size = _int(
         flag("--tensor-parallel-size"), maximum=64, help_text=_("Blank: all GPUs of one replica.")
@@ -144,6 +185,31 @@ class SizingForm(forms.Form):
         if extra is not None:
             self.specs[extra.key] = extra
         self.fields["model"].choices = [(key, spec.name) for key, spec in self.specs.items()]
+
+    def clean(self) -> dict[str, Any]:
+        """A GPU is a catalogue card or "custom" with its memory (GiB or MiB, not both);
+        memory alone means "custom"."""
+        data = super().clean()
+        gib, mib = data.get("gpu_memory_gib"), data.get("gpu_memory_mib")
+        gpu = data.get("gpu")
+        if gpu is None:  # refused by the field already
+            return data
+        if gib is not None and mib is not None:
+            self.add_error("gpu_memory_mib", gettext("Give the memory in GiB or in MiB, not both."))
+        elif gib is None and mib is None:
+            if gpu in ("", gpu_catalog.CUSTOM_KEY):
+                self.add_error(
+                    "gpu" if not gpu else "gpu_memory_gib",
+                    gettext("Choose a GPU, or give its memory."),
+                )
+        elif gpu not in ("", gpu_catalog.CUSTOM_KEY):
+            self.add_error(
+                "gpu_memory_gib",
+                gettext("A listed GPU has its own memory: choose “another GPU” to give it."),
+            )
+        else:
+            data["gpu"] = gpu_catalog.CUSTOM_KEY
+        return data
 
     def clean_vllm_version(self) -> str:
         return self.cleaned_data.get("vllm_version") or versions.DEFAULT_VERSION

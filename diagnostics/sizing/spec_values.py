@@ -17,13 +17,26 @@ def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
 
+def gpu_from_values(values: Mapping[str, Any]) -> gpu_catalog.GpuModel:
+    """The catalogue card named by `gpu`, or a custom GPU from `gpu_memory_mib` or
+    `gpu_memory_gib` (either one given means custom, whatever `gpu` says)."""
+    mib = values.get("gpu_memory_mib")
+    gib = values.get("gpu_memory_gib")
+    if mib is None and gib is not None:
+        mib = round(gib * 1024)
+    if mib is not None:
+        return gpu_catalog.custom(memory_mib=int(mib))
+    return gpu_catalog.get(values["gpu"])
+
+
 def spec_from_values(values: Mapping[str, Any], *, arch: Architecture) -> SizingSpec:
     """`values` by the sizing form's field names; missing optional ones take the
-    calculator's defaults. quantization "none" is the explicit "no quantization" ("")."""
+    calculator's defaults; the GPU as gpu_from_values() reads it. quantization "none" is
+    the explicit "no quantization" ("")."""
     quantization = values.get("quantization") or None
     return SizingSpec(
         arch=arch,
-        gpu=gpu_catalog.get(values["gpu"]),
+        gpu=gpu_from_values(values),
         gpus=values["gpus"],
         tensor_parallel_size=values.get("tensor_parallel_size"),
         pipeline_parallel_size=values.get("pipeline_parallel_size") or 1,

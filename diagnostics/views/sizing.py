@@ -20,6 +20,7 @@ from core.roles import Role, role_required
 from diagnostics import configgen_fill, sizing_service
 from diagnostics.forms import ConfigUploadForm, SizingForm
 from diagnostics.sizing.versions import DEFAULT_VERSION
+from fleet import gpu_catalog
 from fleet.models import Instance
 
 DEFAULTS = {
@@ -79,7 +80,9 @@ def _config_query(form: SizingForm, result: dict[str, Any]) -> str:
     """The launch generator's values for this sizing: its flags, host memory, model and GPU."""
     spec = form.specs[form.cleaned_data["model"]]
     values = configgen_fill.from_sizing(result)
-    values.update(model=spec.hf_id or spec.key, gpu_model=form.cleaned_data["gpu"])
+    values["model"] = spec.hf_id or spec.key
+    if form.cleaned_data["gpu"] != gpu_catalog.CUSTOM_KEY:  # the generator knows catalogue GPUs only
+        values["gpu_model"] = form.cleaned_data["gpu"]
     return urlencode(values)
 
 

@@ -18,7 +18,8 @@ from rest_framework import serializers
 from rest_framework.fields import get_error_detail
 from rest_framework.settings import api_settings
 
-from fleet import sharing
+from core.i18n import shown
+from fleet import gpu_names, sharing
 from fleet.models import ChangeLogEntry, Gateway, Gpu, GpuHost, Instance, Verdict
 from fleet.series import NAMES, SERIES
 
@@ -111,10 +112,27 @@ class HostSerializer(_FullCleanSerializer):
         ]
 
 
+class GpuModelField(serializers.CharField):
+    """A catalogue GPU by key or by the name nvidia-smi / NVML prints; stored as the key."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=gpu_names.MAX_NAME_CHARS, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        text = super().to_internal_value(data)
+        gpu = gpu_names.find_gpu(text)
+        if gpu is None:
+            raise serializers.ValidationError(shown(gpu_names.unknown_gpu(text)))
+        return gpu.key
+
+
 class GpuSerializer(_FullCleanSerializer):
     """A GPU, identified by its host's name and its index on that host."""
 
     url = serializers.HyperlinkedIdentityField(view_name="api-gpu-detail")
+    model = GpuModelField(
+        help_text='A catalogue key ("h100-80gb") or the name nvidia-smi prints ("NVIDIA H100 80GB HBM3").'
+    )
     host = serializers.SlugRelatedField(
         slug_field="name", queryset=GpuHost.objects.all(), help_text="The host's name."
     )

@@ -1,7 +1,8 @@
 """Turning a value as a file wrote it (YAML scalar, list, or CSV cell) into a model value.
 
 An empty value (a blank CSV cell, YAML null or "") means the field's blank or default
-value. YAML numbers are refused for text fields, because YAML reads 12.10 as 12.1.
+value. YAML numbers are refused for text fields, because YAML reads 12.10 as 12.1. A GPU's model
+may be written as nvidia-smi prints it; it is stored as the catalogue key.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext
 
+from core.i18n import shown
+from fleet import gpu_names
 from fleet.inventory_io.records import KINDS
 
 _INT_LISTS = frozenset({"nvlink_peers", "gpus"})
@@ -28,6 +31,8 @@ def coerce(*, kind: str, name: str, raw: Any) -> Any:
         return [_list_item(item, str) for item in _as_list(raw)]
     if name == "host":
         return _host_name(raw)
+    if kind == "gpu" and name == "model" and raw not in (None, ""):
+        return _gpu_model(raw)
     field = KINDS[kind]._meta.get_field(name)
     if raw is None or raw == "":
         return field.get_default()
@@ -67,6 +72,15 @@ def _host_name(raw: Any) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise ValidationError(gettext("Give the name of the host."))
     return raw.strip()
+
+
+def _gpu_model(raw: Any) -> str:
+    """A GPU's model by catalogue key or as nvidia-smi prints it ("NVIDIA A100-SXM4-80GB")."""
+    text = _text(raw)
+    gpu = gpu_names.find_gpu(text)
+    if gpu is None:
+        raise ValidationError(shown(gpu_names.unknown_gpu(text)))
+    return gpu.key
 
 
 def _boolean(raw: Any) -> bool:

@@ -1,7 +1,9 @@
 """Check the real NVML backend on a GPU machine: `python -m fleet.nvml.device_check`.
 
 Prints the reading as JSON, then checks invariants every real GPU must satisfy. Exits 0
-when all hold, 1 when one fails, 2 when NVML cannot be read at all.
+when all hold, 1 when one fails, 2 when NVML cannot be read at all. It also says which
+catalogue card each GPU's name is read as, and whether NVML's memory total matches the
+catalogue's (a note, never a failure: the catalogue may lag a new board).
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import json
 import re
 import sys
 
+from fleet.gpu_names import find_gpu
 from fleet.nvml.base import GpuState, NvmlError, NvmlReading, ThrottleReason
 from fleet.nvml.kernel_xids import recent_xids
 from fleet.nvml.pynvml_backend import PynvmlBackend
 
+MEMORY_TOLERANCE = 0.02  # boards of one model differ by a few MiB (ECC, VBIOS), not by 2 %
 KNOWN_REASONS = frozenset(str(r) for r in ThrottleReason)
 PCI_BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 
@@ -69,6 +73,27 @@ def reading_problems(reading: NvmlReading) -> list[str]:
     return problems + [p for g in reading.gpus for p in gpu_problems(g)]
 
 
+def catalogue_notes(reading: NvmlReading) -> list[str]:
+    """For each GPU: the catalogue card its name is read as and how NVML's total compares,
+    or that it is not in the catalogue (size it as a custom GPU of its memory)."""
+    notes = []
+    for gpu in reading.gpus:
+        entry = find_gpu(gpu.name)
+        if entry is None:
+            notes.append(
+                f"GPU {gpu.index}: {gpu.name!r} is not in the GPU catalogue; "
+                f"size it as a custom GPU of {gpu.memory_total_mib} MiB"
+            )
+        elif abs(gpu.memory_total_mib - entry.memory_mib) > MEMORY_TOLERANCE * entry.memory_mib:
+            notes.append(
+                f"GPU {gpu.index}: {gpu.name!r} is {entry.key}, but NVML reports {gpu.memory_total_mib} MiB "
+                f"and the catalogue {entry.memory_mib} MiB"
+            )
+        else:
+            notes.append(f"GPU {gpu.index}: {gpu.name!r} is {entry.key} ({gpu.memory_total_mib} MiB)")
+    return notes
+
+
 def main() -> int:
     try:
         reading = PynvmlBackend().read()
@@ -79,6 +104,8 @@ def main() -> int:
     problems = reading_problems(reading)
     for problem in problems:
         print(f"FAIL {problem}", file=sys.stderr)
+    for note in catalogue_notes(reading):
+        print(f"note {note}", file=sys.stderr)
     xids = recent_xids()
     print(
         f"kernel log: {xids.unreadable or 'readable'}; XIDs of the last 15 min: {xids.by_gpu}",

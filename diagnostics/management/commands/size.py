@@ -1,5 +1,7 @@
-"""`manage.py size --model NAME|--config FILE --gpu NAME --gpus N [...] [--json]`: the sizing
-page's answer in a terminal, from the same form and calculator."""
+"""`manage.py size --model NAME|--config FILE --gpu NAME|--gpu-memory-gib G --gpus N [...] [--json]`:
+the sizing page's answer in a terminal, from the same form and calculator. --gpu takes a
+catalogue key or the name nvidia-smi prints; a GPU outside the catalogue is given by its
+memory (--gpu-memory-gib, or --gpu-memory-mib as nvidia-smi's memory.total)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from diagnostics.forms import SizingForm
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import catalog
 from diagnostics.sizing.architecture import ConfigError
-from fleet import gpu_catalog
+from fleet import gpu_catalog, gpu_names
 
 # CLI option -> form field; every one optional, blank meaning vLLM's default.
 OPTIONS = (
@@ -52,7 +54,16 @@ class Command(BaseCommand):
             "--index", help="with --config: model.safetensors.index.json for exact weight bytes"
         )
         parser.add_argument("--params-billions", type=float, help="with --config: the parameter count")
-        parser.add_argument("--gpu", required=True, help='GPU model, like h100-80gb, "A100 80GB" or L40S')
+        parser.add_argument(
+            "--gpu",
+            help='GPU model, like h100-80gb, L40S or "NVIDIA A100-SXM4-80GB" as nvidia-smi prints it; '
+            '"custom" with --gpu-memory-gib/--gpu-memory-mib for another GPU',
+        )
+        memory = parser.add_mutually_exclusive_group()
+        memory.add_argument("--gpu-memory-gib", type=float, help="another GPU: its memory per GPU in GiB")
+        memory.add_argument(
+            "--gpu-memory-mib", type=int, help="another GPU: its memory as nvidia-smi's memory.total (MiB)"
+        )
         parser.add_argument("--gpus", type=int, default=1, help="GPUs (default 1)")
         for flag, dest, kind, text in OPTIONS:
             parser.add_argument(flag, dest=dest, type=kind, help=text)
@@ -63,7 +74,7 @@ class Command(BaseCommand):
         extra = _config_model(options) if options["config"] else None
         query = QueryDict(mutable=True)
         query["model"] = extra.key if extra else _model_key(options["model"])
-        query["gpu"] = _gpu_key(options["gpu"])
+        query.update(_gpu_values(options))
         query["gpus"] = str(options["gpus"])
         for _, dest, _, _ in OPTIONS:
             if options.get(dest) is not None:
@@ -94,11 +105,26 @@ def _model_key(name: str) -> str:
     return entry.key
 
 
-def _gpu_key(name: str) -> str:
-    gpu = gpu_catalog.find(name)
+def _gpu_values(options: dict[str, Any]) -> dict[str, str]:
+    """The form's GPU inputs: a catalogue key, or "custom" and the memory."""
+    name = options.get("gpu")
+    memory = {
+        field: str(options[field])
+        for field in ("gpu_memory_gib", "gpu_memory_mib")
+        if options.get(field) is not None
+    }
+    if memory:
+        if name and name != gpu_catalog.CUSTOM_KEY:
+            raise CommandError(
+                f"--gpu {name} has its own memory; use --gpu custom (or leave --gpu out) with the memory"
+            )
+        return {"gpu": gpu_catalog.CUSTOM_KEY, **memory}
+    if not name or name == gpu_catalog.CUSTOM_KEY:
+        raise CommandError("give --gpu NAME, or the GPU's memory with --gpu-memory-gib or --gpu-memory-mib")
+    gpu = gpu_names.find_gpu(name)
     if gpu is None:
-        raise CommandError(f"unknown GPU {name!r}; known: {', '.join(gpu_catalog.CATALOGUE)}")
-    return gpu.key
+        raise CommandError(str(gpu_names.unknown_gpu(name)))
+    return {"gpu": gpu.key}
 
 
 def _read(path: str) -> bytes:
@@ -121,10 +147,16 @@ def _config_model(options: dict[str, Any]) -> ModelSpec:
     return ModelSpec.from_entry(entry, source=ModelSpec.Source.UPLOADED)
 
 
+def _gpu_label(result: dict[str, Any]) -> str:
+    if result["gpu"] == gpu_catalog.CUSTOM_KEY:
+        return f"GPU of {result['gpu_memory_mib']:,} MiB"
+    return str(result["gpu"])
+
+
 def _text(result: dict[str, Any]) -> str:
     flags = result["flags"]
     lines = [
-        f"{result['model']} on {result['gpus']} x {result['gpu']}, vLLM {result['vllm_version']}: "
+        f"{result['model']} on {result['gpus']} x {_gpu_label(result)}, vLLM {result['vllm_version']}: "
         + ("starts" if result["fits"] else "WILL NOT START"),
         "  " + "  ".join(f"{k}={v}" for k, v in flags.items() if v not in (None, "")),
         "",
