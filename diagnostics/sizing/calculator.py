@@ -93,6 +93,7 @@ class Sizing:
         return {
             "model": self.spec.arch.name,
             "gpu": self.spec.gpu.key if self.spec.gpu else None,
+            "gpu_memory_mib": self.spec.gpu.memory_mib if self.spec.gpu else None,  # "custom": the one figure
             "gpus": self.spec.gpus,
             "vllm_version": r.behaviour.label,
             "flags": {
@@ -141,9 +142,13 @@ def _english(value: Any) -> Any:
 
 def size(spec: SizingSpec) -> Sizing:
     """The sizing for the flags given, with recommendations for the guide's scenarios."""
-    from diagnostics.sizing import recommend  # recommend sizes variants of the spec itself
+    from diagnostics.sizing import fixes, recommend  # both size variants of the spec itself
 
     result = compute(spec)
+    if result.error is not None:  # only fixes that start it, each sized again (fixes.py)
+        result = replace(
+            result, error=replace(result.error, fix_messages=fixes.fix_messages(result, compute))
+        )
     return replace(result, recommendations=recommend.recommendations(result))
 
 
