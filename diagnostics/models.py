@@ -291,3 +291,10 @@ class PredeployRun(models.Model):
 
     def __str__(self) -> str:
         return f"pre-deploy check {self.pk} of {self.host_id}"
+
+    @property
+    def overall_label(self) -> str:
+        from fleet.hostchecks.predeploy import OVERALL_LABELS
+
+        label = OVERALL_LABELS.get(self.overall)
+        return label.translated() if label else self.overall

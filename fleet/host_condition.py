@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
 from core.i18n import Message, later
 
 # A down instance whose readiness failed like this did not reach the host at all.
@@ -34,10 +36,24 @@ AGENT_UP, AGENT_MISSING, HOST_DOWN, NO_AGENT, HOST_UNREACHABLE = (
 )
 
 
+# Each condition as the badges word it (host page, overview).
+LABELS = {
+    AGENT_UP: gettext_lazy("agent up"),
+    AGENT_MISSING: gettext_lazy("agent missing"),
+    HOST_DOWN: gettext_lazy("host down"),
+    HOST_UNREACHABLE: gettext_lazy("host unreachable"),
+    NO_AGENT: gettext_lazy("no agent"),
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class HostCondition:
     condition: str
     message: Message
+
+    @property
+    def label(self) -> str:
+        return str(LABELS[self.condition])
 
     @property
     def host_up(self) -> bool | None:
@@ -56,7 +72,8 @@ def unreachable(*, verdict: str, findings: Sequence[Mapping[str, Any]]) -> bool:
     )
 
 
-def _ago(since: datetime, now: datetime) -> str:
+def ago(since: datetime, now: datetime) -> str:
+    """How long ago, as the pages and messages say it: seconds under two minutes, then minutes."""
     seconds = max(0, int((now - since).total_seconds()))
     return f"{seconds // 60} min" if seconds >= 120 else f"{seconds} s"
 
@@ -77,11 +94,11 @@ def host_condition(
     if enrolled and fresh:
         return HostCondition(
             condition=AGENT_UP,
-            message=later("host up: its agent reported %(ago)s ago", ago=_ago(last_heartbeat_at, now)),
+            message=later("host up: its agent reported %(ago)s ago", ago=ago(last_heartbeat_at, now)),
         )
     if enrolled:
         silent = (
-            later("no heartbeat for %(ago)s", ago=_ago(last_heartbeat_at, now))
+            later("no heartbeat for %(ago)s", ago=ago(last_heartbeat_at, now))
             if last_heartbeat_at
             else later("it has never reported")
         )

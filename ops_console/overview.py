@@ -18,9 +18,9 @@ from django.utils import timezone
 from core.htmx import wants_partial
 from core.roles import Role, role_required
 from diagnostics.models import CapacityFinding
-from fleet.agent.status import agent_of
-from fleet.host_condition import AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE, HostCondition, host_condition
-from fleet.models import HostAgent, Instance
+from fleet.agent.status import condition_of
+from fleet.host_condition import AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE, HostCondition
+from fleet.models import Instance
 from fleet.probe_service import stale_after
 from fleet.shown_state import STATES, shown_state
 from incidents.maintenance import current_and_upcoming
@@ -73,13 +73,8 @@ def _tiles(state: str, windows: list) -> tuple[list, dict[str, int]]:
 
 def _condition(host, items: list[Instance]) -> HostCondition | None:  # noqa: ANN001
     """The host's condition when it is news: its agent missing, or the host down."""
-    agent = agent_of(host)
-    found = host_condition(
-        enrolled=agent is not None,
-        last_heartbeat_at=agent.last_heartbeat_at if agent else None,
-        missing_after=HostAgent.MISSING_AFTER,
-        instances=[(i.verdict, i.state.findings if hasattr(i, "state") else []) for i in items],
-        now=timezone.now(),
+    found = condition_of(
+        host, instances=[(i.verdict, i.state.findings if hasattr(i, "state") else []) for i in items]
     )
     return found if found.condition in (AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE) else None
 

@@ -14,10 +14,11 @@ from django.utils import timezone
 from fleet.models import AgentRequest, GpuHost, GpuTelemetry, HostAgent
 
 
-def live_agents(**filters: Any) -> list[HostAgent]:
+def live_agents(*, prefetch: tuple[str, ...] = (), **filters: Any) -> list[HostAgent]:
     """The enrolled agents that are not missing, on real (not drill) hosts."""
     now = timezone.now()
-    agents = HostAgent.objects.select_related("host").filter(host__drill=False, **filters)
+    agents = HostAgent.objects.select_related("host").prefetch_related(*prefetch)
+    agents = agents.filter(host__drill=False, **filters)
     return [a for a in agents if not a.is_missing(now=now)]
 
 
@@ -39,7 +40,7 @@ def request_gpu_readings(*, interval_s: float) -> list[str]:
 
 def expectations(agent: HostAgent) -> dict[str, Any]:
     """What the host's checks look for: the inventory's instances on it, by port."""
-    instances = agent.host.instances.filter(enabled=True).order_by("name")
+    instances = sorted((i for i in agent.host.instances.all() if i.enabled), key=lambda i: i.name)
     return {
         "instances": [{"name": i.name, "engine": i.engine, "port": port_of(i.base_url)} for i in instances]
     }
@@ -53,7 +54,7 @@ def port_of(base_url: str) -> int:
 def request_snapshots(*, interval_s: float) -> list[str]:
     """Ask every live agent for a snapshot of its host's checks; the names of the hosts asked."""
     asked = []
-    for agent in live_agents():
+    for agent in live_agents(prefetch=("host__instances",)):
         send("agent.snapshot", host=agent.host.name, expires_s=interval_s, expect=expectations(agent))
         asked.append(agent.host.name)
     return asked

@@ -11,24 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from core.i18n import Message, later
-from fleet.hostchecks.launch_flags import FlagDrift, drift
+from fleet.hostchecks.launch_flags import FIELDS, FlagDrift, drift
 from fleet.hostchecks.memory import RssTrend
 from fleet.nvml.kernel_xids import pci_key
 
-# The inventory's fields the process's flags are compared with (launch_flags.FIELDS).
-INVENTORY_FIELDS = (
-    "served_model_name",
-    "max_model_len",
-    "gpu_memory_utilization",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "tensor_parallel_size",
-    "pipeline_parallel_size",
-    "dtype",
-    "quantization",
-    "kv_cache_dtype",
-    "enable_prefix_caching",
-)
+# The inventory's fields the process's flags are compared with; the port is left out: the
+# snapshot found the process by the instance's port.
+INVENTORY_FIELDS = tuple(name for name in FIELDS if name != "port")
 GIB = 1024**3
 
 
@@ -73,7 +62,6 @@ class OnHost:
 
 
 def inventory_values(instance: Any) -> dict[str, object]:
-    """The port is left out: the snapshot found the process by the instance's port."""
     return {name: getattr(instance, name) for name in INVENTORY_FIELDS}
 
 

@@ -43,7 +43,6 @@ class AgentInstall:
     def unit(self) -> str:
         return f"""[Unit]
 Description=LLM Ops Console agent for GPU host {self.host}
-Documentation=https://github.com/llm-ops-console/llm-ops-console/blob/main/docs/host-agent.md
 After=network-online.target docker.service
 Wants=network-online.target
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from fleet.host_condition import ago
 from fleet.models import GpuHost, HostAgent
 from fleet.nvml.base import NvmlError, NvmlReading
 
@@ -22,11 +23,6 @@ class ReportedReading:
         return self.reading
 
 
-def _age(since: datetime, now: datetime) -> str:
-    seconds = int((now - since).total_seconds())
-    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
-
-
 def reported_reading(*, host: GpuHost, now: datetime, fresh_for: timedelta) -> ReportedReading:
     try:
         agent = host.agent
@@ -39,7 +35,7 @@ def reported_reading(*, host: GpuHost, now: datetime, fresh_for: timedelta) -> R
             return ReportedReading(error=f"agent missing: host {host.name}'s agent has never reported")
         return ReportedReading(
             error=f"agent missing: no heartbeat from host {host.name}'s agent for "
-            f"{_age(agent.last_heartbeat_at, now)}"
+            f"{ago(agent.last_heartbeat_at, now)}"
         )
     if agent.gpu_reading_at is None or now - agent.gpu_reading_at > fresh_for:
         return ReportedReading(error=f"host {host.name}'s agent has sent no GPU reading lately")

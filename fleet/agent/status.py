@@ -3,6 +3,7 @@ its instances' latest verdicts and findings."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from django.utils import timezone
@@ -21,16 +22,18 @@ def agent_of(host: GpuHost) -> HostAgent | None:
         return None
 
 
-def condition_of(host: GpuHost) -> HostCondition:
+def condition_of(host: GpuHost, *, instances: Iterable[tuple[str, Sequence]] | None = None) -> HostCondition:
+    """The host's condition; `instances` are its instances' (verdict, findings) when the caller
+    has them loaded already (the overview), else they are read here."""
     agent = agent_of(host)
-    states = InstanceState.objects.filter(instance__host=host, instance__enabled=True).only(
-        "verdict", "findings"
-    )
+    if instances is None:
+        states = InstanceState.objects.filter(instance__host=host, instance__enabled=True)
+        instances = [(s.verdict, s.findings) for s in states.only("verdict", "findings")]
     return host_condition(
         enrolled=agent is not None,
         last_heartbeat_at=agent.last_heartbeat_at if agent else None,
         missing_after=HostAgent.MISSING_AFTER,
-        instances=[(s.verdict, s.findings) for s in states],
+        instances=instances,
         now=timezone.now(),
     )
 

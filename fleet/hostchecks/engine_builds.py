@@ -1,9 +1,9 @@
 """Which NVIDIA driver and CUDA an engine release needs, and versions compared as numbers.
 
-Fixed against the guide's script (corrections #14, docs/guide-corrections.md): versions are compared as numbers (as
-text, "535.54.03" > "1000.1"); the driver minimum follows the CUDA the engine release is
-built for and NVIDIA's driver table, not the script's flat 560. Sources with addresses:
-docs/host-agent.md.
+Fixed against the guide's script (corrections #14, docs/guide-corrections.md): versions are
+compared as numbers (as text, "535.54.03" > "1000.1"); the driver minimum follows the CUDA
+the engine release is built for and NVIDIA's driver table, not the script's flat 560.
+Sources with addresses: docs/host-agent.md.
 """
 
 from __future__ import annotations

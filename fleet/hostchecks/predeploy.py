@@ -4,9 +4,10 @@
 what one instance will need (`PredeployRequirements`): each item passes, fails, warns, or is
 unknown because its fact is missing, and says why with the numbers.
 
-Fixed against the guide's script (corrections #14, docs/guide-corrections.md): the driver minimum follows the engine
-release (`engine_builds`); the CUDA that matters is what the driver supports (NVML), not
-nvcc's toolkit; the RAM rule is 1.5 x weights + 8 GiB; /dev/shm is judged by NCCL's needs.
+Fixed against the guide's script (corrections #14, docs/guide-corrections.md): the driver
+minimum follows the engine release (`engine_builds`); the CUDA that matters is what the
+driver supports (NVML), not nvcc's toolkit; the RAM rule is 1.5 x weights + 8 GiB; /dev/shm
+is judged by NCCL's needs.
 Sources with addresses: docs/host-agent.md.
 """
 
