@@ -82,8 +82,20 @@ def tell(*, stats: AccessStats) -> Story:
         cause
         for cause in (
             _rate_limit(stats),
-            _by_codes(stats, kind="upstream_timeout", codes={504}, categories=("timeout.ttft", "server.5xx")),
-            _by_codes(stats, kind="bad_gateway", codes={502, 503}, categories=("server.5xx",)),
+            # A 502/504 is nginx reporting what the upstream did; the error log's line that says
+            # which (refused, reset, timed out connecting) is the more specific finding.
+            _by_codes(
+                stats,
+                kind="upstream_timeout",
+                codes={504},
+                categories=("timeout.ttft", "timeout.connect", "timeout.tps", "server.5xx"),
+            ),
+            _by_codes(
+                stats,
+                kind="bad_gateway",
+                codes={502, 503},
+                categories=("process.not_started", "timeout.network", "server.5xx"),
+            ),
             _by_codes(stats, kind="server_error", codes=_other_5xx(stats), categories=("server.5xx",)),
             _by_codes(stats, kind="client_gave_up", codes={499}, categories=("timeout.ttft",)),
             _slow(stats),

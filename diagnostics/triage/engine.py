@@ -24,7 +24,7 @@ from django.utils.translation import override
 
 from core.i18n import Message, later
 from core.taxonomy import label
-from diagnostics.triage import exit_codes, sources
+from diagnostics.triage import exit_codes, line_formats, sources, unsure
 from diagnostics.triage.access_log import AccessStats, access_format, fields_in
 from diagnostics.triage.access_story import Story, lead_categories, tell
 from diagnostics.triage.rules import Rule, shipped
@@ -111,6 +111,7 @@ class TriageResult:
     exit_codes: list[dict[str, Any]]
     access: dict[str, Any] | None = None  # nginx access-log analysis, when the log is one
     story: dict[str, Any] | None = None  # what the access log says, its causes ranked
+    unsure: dict[str, Any] | None = None  # no rule matched: the suspicious lines, the closest candidates
 
     @property
     def primary(self) -> Finding | None:
@@ -147,6 +148,7 @@ class TriageResult:
             "bytes": self.bytes,
             "access_log": self.access,
             "access_story": self.story,
+            "unsure": self.unsure,
         }
 
 
@@ -226,7 +228,16 @@ class _Scan:
         self.lines = 0
         self.bytes = 0
         self.head = b""
+        self.tail = b""  # the last lines read, for what to show when no rule matches
         self.exit_codes: list[dict[str, Any]] = []
+        self.unwrap: Callable[[bytes], bytes] | None = None  # JSON lines / colour codes to plain lines
+
+    def keep_tail(self, lines: bytes) -> None:
+        tail = self.tail + lines
+        if len(tail) > unsure.TAIL_BYTES:
+            tail = tail[-unsure.TAIL_BYTES :]
+            tail = tail[tail.find(b"\n") + 1 :]  # from a whole line
+        self.tail = tail
 
     def merge(self, found: _ChunkHits, line_base: int) -> None:
         """A chunk's findings, in file order, with absolute line numbers."""
@@ -314,6 +325,7 @@ def triage_stream(
                 cut = len(buf)  # a line longer than any log line: cut it rather than hold it
             if not scan.head:
                 scan.head = buf[:65536]
+                scan.unwrap = line_formats.unwrapper(scan.head)
                 found_format = access_format(scan.head)
                 if found_format:
                     access = AccessStats(
@@ -323,7 +335,9 @@ def triage_stream(
                     )
             if access is not None:
                 access.feed(buf[:cut])
-            pending.append(pool.submit(_scan_chunk, scan.matcher, buf, cut))
+            lines = scan.unwrap(buf[:cut]) if scan.unwrap else buf
+            pending.append(pool.submit(_scan_chunk, scan.matcher, lines, len(lines) if scan.unwrap else cut))
+            scan.keep_tail(lines[: len(lines) if scan.unwrap else cut])
             carry = buf[cut:]
             while len(pending) > WORKERS:  # bounded: at most a few chunks in memory
                 line_base = _merge(scan, pending.popleft(), line_base)
@@ -334,7 +348,10 @@ def triage_stream(
     if carry:
         if not scan.head:
             scan.head = carry[:65536]
-        scan.merge(_scan_chunk(scan.matcher, carry, len(carry)), line_base)
+            scan.unwrap = line_formats.unwrapper(scan.head)
+        lines = scan.unwrap(carry) if scan.unwrap else carry
+        scan.keep_tail(lines)
+        scan.merge(_scan_chunk(scan.matcher, lines, len(lines)), line_base)
         if access is not None:
             access.feed(carry + b"\n")
         line_base += 1
@@ -346,9 +363,10 @@ def _result(scan: _Scan, access: AccessStats | None = None) -> TriageResult:
     by_category: dict[str, list[RuleHits]] = {}
     for hits in scan.hits.values():
         by_category.setdefault(hits.rule.category, []).append(hits)
+    _combine(by_category)
     findings = []
     for category, hits in by_category.items():
-        hits.sort(key=lambda h: (h.rule.rank, h.first_line))
+        hits.sort(key=lambda h: (not h.rule.when, h.rule.rank, h.first_line))
         findings.append(
             Finding(
                 category=category,
@@ -360,6 +378,10 @@ def _result(scan: _Scan, access: AccessStats | None = None) -> TriageResult:
         )
     story = tell(stats=access) if access is not None and access.found else None
     findings.sort(key=_ranking(story))
+    doubt = None
+    if not findings and story is None:
+        tail_lines = scan.tail.count(b"\n") + (0 if scan.tail.endswith(b"\n") else 1)
+        doubt = unsure.look(scan.tail, first_line=scan.lines - tail_lines + 1)
     return TriageResult(
         findings=findings,
         lines=scan.lines,
@@ -368,7 +390,30 @@ def _result(scan: _Scan, access: AccessStats | None = None) -> TriageResult:
         exit_codes=scan.exit_codes,
         access=access.to_dict() if access is not None and access.found else None,
         story=story.to_dict() if story is not None else None,
+        unsure=doubt,
     )
+
+
+def _combine(by_category: dict[str, list[RuleHits]]) -> None:
+    """Combination rules (`when`): kept only beside a finding of one of their categories,
+    which they then take in; otherwise dropped."""
+    for category in list(by_category):
+        combined = [h for h in by_category.get(category, ()) if h.rule.when]
+        if not combined:
+            continue
+        rest = [h for h in by_category[category] if not h.rule.when]
+        wanted = {c for h in combined for c in h.rule.when}
+        taken = [h for c in sorted(wanted) if c != category for h in by_category.get(c, [])]
+        if not taken:
+            if rest:
+                by_category[category] = rest
+            else:
+                del by_category[category]
+            continue
+        for c in wanted:
+            by_category.pop(c, None)
+        # The combination speaks first; the lines it took in keep their place as evidence.
+        by_category[category] = combined + rest + taken
 
 
 def _ranking(story: Story | None) -> Callable[[Finding], tuple[int, int, int]]:

@@ -16,7 +16,10 @@ from core.taxonomy import CATEGORIES
 
 RULES_FILE = Path(__file__).parent / "rules.yaml"
 SEVERITIES = ("fatal", "error", "warning", "symptom")  # most to least causal
-_KEYS = {"id", "category", "severity", "sources", "patterns", "unless", "root_cause", "fix", "note", "tests"}
+_KEYS = {
+    "id", "category", "severity", "sources", "patterns", "unless", "when",
+    "root_cause", "fix", "note", "tests",
+}  # fmt: skip
 
 
 class RuleError(ValueError):
@@ -33,6 +36,10 @@ class Rule:
     fix: str
     unless: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    # A combination: the rule counts only where a finding of one of these categories is found
+    # too, and those findings become part of it (an OOM in a log whose engine then failed to
+    # start is "not enough memory to load").
+    when: tuple[str, ...] = ()
     note: str = ""
     tests: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -76,6 +83,9 @@ def parse(data: Any, *, source: str = "rules.yaml") -> tuple[Rule, ...]:
         unless = raw.get("unless", []) or []
         for pattern in (*patterns, *unless):
             _compile(pattern, where)
+        when = raw.get("when", []) or []
+        if not isinstance(when, list) or not all(c in CATEGORIES for c in when):
+            raise RuleError(f"{where}: 'when' must be a list of taxonomy categories")
         tests = raw.get("tests", {}) or {}
         rules.append(
             Rule(
@@ -87,6 +97,7 @@ def parse(data: Any, *, source: str = "rules.yaml") -> tuple[Rule, ...]:
                 root_cause=raw["root_cause"].strip(),
                 fix=raw["fix"].strip(),
                 sources=tuple(raw.get("sources", []) or []),
+                when=tuple(when),
                 note=str(raw.get("note", "")).strip(),
                 tests={k: tuple(v) for k, v in tests.items()},
             )

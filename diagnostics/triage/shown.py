@@ -47,6 +47,17 @@ def shown_result(result: dict[str, Any] | None) -> dict[str, Any]:
             {**code, "meaning": with_code(translated(code["meaning"]))}
             for code in result.get("exit_codes", [])
         ],
+        "unsure": _shown_unsure(result.get("unsure")),
+    }
+
+
+def _shown_unsure(doubt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """No rule matched: the candidates named by their category's label."""
+    if not doubt:
+        return None
+    return {
+        **doubt,
+        "candidates": [{**c, "label": label(c["category"])} for c in doubt.get("candidates", [])],
     }
 
 

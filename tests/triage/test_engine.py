@@ -137,3 +137,38 @@ def test_access_logs_are_counted_per_ip_and_window_with_429s_and_5xx():
         "2026-12-03 14:02": {"requests": 1, "429": 0, "5xx": 0},
     }
     assert access["top_talkers"][0] == {"ip": "10.0.2.55", "requests": 5, "429": 2, "5xx": 1, "share": 0.833}
+
+
+COMBINED = parse(
+    [
+        {"id": "cuda_oom", "category": "oom.gpu", "severity": "fatal", "patterns": ["CUDA out of memory"],
+         "root_cause": "GPU memory.", "fix": "Less batch."},
+        {"id": "oom_at_load", "category": "model_loading.not_enough_memory", "severity": "fatal",
+         "when": ["oom.gpu"], "patterns": [", in load_model"], "root_cause": "Too big to load.",
+         "fix": "Quantize."},
+    ]
+)  # fmt: skip
+
+
+def test_a_combination_takes_in_the_finding_it_names_and_speaks_first():
+    text = '  File "loader.py", line 406, in load_model\ntorch.OutOfMemoryError: CUDA out of memory.\n'
+    result = engine.triage_text(text, rules=COMBINED)
+    assert [f.category for f in result.findings] == ["model_loading.not_enough_memory"]
+    assert [h.rule.id for h in result.primary.rules] == ["oom_at_load", "cuda_oom"]
+    assert result.root_cause == "Too big to load."
+
+
+def test_a_combination_without_its_partner_finds_nothing_and_leaves_the_partner_alone():
+    lonely = engine.triage_text('  File "loader.py", line 406, in load_model\n', rules=COMBINED)
+    assert lonely.findings == []
+    serving = engine.triage_text("torch.OutOfMemoryError: CUDA out of memory.\n", rules=COMBINED)
+    assert serving.category == "oom.gpu"
+
+
+def test_a_combination_names_taxonomy_categories():
+    with pytest.raises(ValueError, match="'when' must be a list of taxonomy categories"):
+        parse([{**COMBINED_RAW, "when": ["oom.gpuu"]}])
+
+
+COMBINED_RAW = {"id": "x", "category": "oom.gpu", "severity": "fatal", "patterns": ["x"],
+                "root_cause": "x", "fix": "x"}  # fmt: skip

@@ -36,6 +36,15 @@ def test_a_pasted_log_gets_its_category_cause_fix_and_lines(engineer):
 
 
 @pytest.mark.django_db
+def test_a_paste_no_rule_is_sure_of_shows_no_category_its_lines_and_candidates(engineer):
+    text = "INFO start\nERROR worker 3 lost rank 2 over NCCL\nValueError: wrong shape\nINFO stop\n"
+    content = engineer.post(reverse("diagnostics:triage"), {"text": text}).content.decode()
+    assert "No category: no rule is sure" in content and "No known failure" not in content
+    assert "<code>ValueError: wrong shape</code>" in content
+    assert "CUDA: NCCL communication error" in content and "nccl" in content
+
+
+@pytest.mark.django_db
 def test_an_empty_or_oversized_paste_is_refused_clearly(engineer):
     empty = engineer.post(reverse("diagnostics:triage"), {"text": "  "})
     assert empty.status_code == 400 and "paste a log" in empty.content.decode()

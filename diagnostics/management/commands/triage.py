@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from diagnostics.triage.engine import TriageInputError, triage_path, triage_stream
+from diagnostics.triage.engine import TriageInputError, english_label, triage_path, triage_stream
 
 
 class Command(BaseCommand):
@@ -43,7 +43,13 @@ class Command(BaseCommand):
 
 def _text(data: dict[str, Any]) -> str:
     lines = [f"{data['lines']:,} lines read ({', '.join(data['sources']) or 'unknown source'})"]
-    if not data["category"]:
+    if not data["category"] and data.get("unsure"):
+        lines.append("No category: no rule is sure. The lines that look most like a failure:")
+        lines += [f"{u['line']:>8}: {u['text']}" for u in data["unsure"]["lines"]]
+        for candidate in data["unsure"]["candidates"]:
+            name, words = candidate["category"], ", ".join(candidate["hints"])
+            lines.append(f"Candidate:  {english_label(name)} ({name}; words: {words})")
+    elif not data["category"]:
         lines.append("No known failure found.")
     else:
         lines.append(f"Category:   {data['category_label']} ({data['category']})")
