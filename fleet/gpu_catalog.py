@@ -24,6 +24,7 @@ class FormFactor(StrEnum):
     SXM = "sxm"
     PCIE = "pcie"
     OAM = "oam"
+    SOC = "soc"  # the GPU is part of a system-on-chip (GB10, Jetson): no card, no socket
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +49,7 @@ FORM_FACTOR_CHOICES = [
     (FormFactor.SXM.value, "SXM"),
     (FormFactor.PCIE.value, "PCIe"),
     (FormFactor.OAM.value, "OAM"),
+    (FormFactor.SOC.value, "SoC"),
 ]
 
 _SXM = (FormFactor.SXM,)
@@ -183,7 +185,7 @@ CATALOGUE: dict[str, GpuModel] = {
             memory_gb=128,
             memory_mib=122547,
             bandwidth_gbps=273,
-            form_factors=(),
+            form_factors=(FormFactor.SOC,),
             interconnect="ConnectX-7 200 Gb/s",
             interconnect_gbps=25,
             fp8=True,

@@ -50,6 +50,14 @@ def test_a_gpu_rejects_a_form_factor_its_model_does_not_come_in():
     assert "form_factor" in err.value.message_dict
 
 
+def test_a_gb10_superchip_is_inventoried_as_a_system_on_chip():
+    gpu = make_gpu(make_host(), model="gb10", form_factor="soc")
+    assert gpu.memory_mib == 122547
+    with pytest.raises(ValidationError) as err:
+        make_gpu(make_host(name="spark-2"), model="gb10", form_factor="pcie")
+    assert "comes as soc" in err.value.message_dict["form_factor"][0]
+
+
 def test_a_gpu_numa_node_must_exist_on_its_host():
     host = make_host(numa_nodes=2)
     with pytest.raises(ValidationError) as err:
