@@ -15,10 +15,17 @@ from enum import StrEnum
 from typing import Any
 
 from core.i18n import Message, later
+from diagnostics.sizing import quantization as quant
+from diagnostics.sizing.config_error import ConfigError
 
-
-class ConfigError(ValueError):
-    """A config.json (or safetensors index) the calculator cannot use; the message names the field."""
+__all__ = [
+    "Architecture",
+    "ConfigError",
+    "LayerKind",
+    "LinearState",
+    "from_hf_config",
+    "weight_bytes_from_index",
+]
 
 
 class LayerKind(StrEnum):
@@ -51,7 +58,8 @@ class Architecture:
     intermediate_size: int = 0
     max_position_embeddings: int | None = None
     dtype: str = "bfloat16"
-    quantization: str = ""  # "", "fp8", "mxfp4", "awq", "gptq", ...
+    quantization: str = ""  # "", "fp8", "mxfp4", "nvfp4", "awq", "gptq", "int4", "int8", ...
+    quant_detail: str = ""  # the config's own words: "fp8 e4m3, one fp32 scale per 128x128 block"
     layer_kinds: tuple[LayerKind, ...] = ()
     sliding_window: int | None = None
     kv_lora_rank: int | None = None  # MLA
@@ -63,6 +71,8 @@ class Architecture:
     params_total: float | None = None  # parameters, as the model card counts them
     params_active: float | None = None
     weight_bytes: int | None = None  # exact, from model.safetensors.index.json
+    # A quantized checkpoint's size from its own quantization_config (quantization.estimate).
+    weight_bytes_estimate: int | None = None
     tie_word_embeddings: bool = False
     architectures: tuple[str, ...] = ()
     hf_id: str = ""
@@ -202,14 +212,24 @@ def _linear_state(config: Mapping[str, Any]) -> LinearState | None:
     )
 
 
-def _quantization(config: Mapping[str, Any]) -> str:
-    quant = config.get("quantization_config")
-    if not quant:
-        return ""
-    if not isinstance(quant, Mapping):
-        raise ConfigError(later("config.json 'quantization_config' must be an object"))
-    method = str(quant.get("quant_method") or quant.get("quant_algo") or "").lower()
-    return {"compressed-tensors": "fp8" if "fp8" in str(quant).lower() else "int4"}.get(method, method)
+def _quantization(config: Mapping[str, Any], dtype: str) -> tuple[str, str, int | None]:
+    """The calculator's name for the checkpoint's quantization, the config's detail, and the
+    weight bytes it implies; ("", "", None) for an unquantized checkpoint."""
+    scheme = quant.scheme(config)
+    if scheme is None:
+        return "", "", None
+    dtype_bytes = 4.0 if dtype == "float32" else 2.0
+    return scheme.key, scheme.detail, quant.estimate(config, dtype_bytes=dtype_bytes).total
+
+
+def _notes(c: Mapping[str, Any]) -> tuple[str, ...]:
+    chunk = c.get("attention_chunk_size")
+    if chunk:  # Llama 4
+        return (
+            f"chunked local attention ({chunk} tokens) on the RoPE layers: sized as full attention, "
+            "as vLLM's KV accounting for it depends on the version and the hybrid KV cache manager",
+        )
+    return ()
 
 
 def _dtype(config: Mapping[str, Any]) -> str:
@@ -270,6 +290,8 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
     if not isinstance(architectures, list | tuple):
         raise ConfigError(later("config.json 'architectures' must be a list"))
     linear = _linear_state(c) if LayerKind.LINEAR in kinds else None
+    dtype = _dtype(c)
+    quantization, quant_detail, estimate = _quantization(config, dtype)
     if LayerKind.LINEAR in kinds and linear is None:
         raise ConfigError(
             later(
@@ -287,8 +309,10 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
         vocab_size=_int(c, "vocab_size"),
         intermediate_size=_int(c, "intermediate_size", required=False) or 0,
         max_position_embeddings=_int(c, "max_position_embeddings", required=False),
-        dtype=_dtype(c),
-        quantization=_quantization(c),
+        dtype=dtype,
+        quantization=quantization,
+        quant_detail=quant_detail,
+        weight_bytes_estimate=estimate,
         layer_kinds=kinds,
         sliding_window=sliding if LayerKind.SLIDING in kinds else None,
         kv_lora_rank=kv_lora_rank,
@@ -300,6 +324,7 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
         params_total=params_total,
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         architectures=tuple(str(a) for a in architectures),
+        notes=_notes(c),
     )
 
 

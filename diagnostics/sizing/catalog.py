@@ -45,7 +45,8 @@ class CatalogEntry:
         arch = from_hf_config(self.config, name=self.name, params_total=self.params_total)
         if self.weight_bytes:
             arch = arch.with_weights(self.weight_bytes)
-        if not arch.params_total and not arch.weight_bytes:
+        # A quantized config sizes its own weights (quantization.py); others need a count.
+        if not arch.params_total and not arch.weight_bytes and not arch.weight_bytes_estimate:
             raise ConfigError(
                 later(
                     "%(model)s: give the parameter count or a safetensors index for the weights",

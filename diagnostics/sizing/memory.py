@@ -37,6 +37,9 @@ _BYTES_PER_PARAM = {
     "bitsandbytes": 0.5625,
     "gguf": 0.6,
     "mxfp4": 0.53125,
+    # NVFP4: 4-bit values and one fp8 scale per 16 (4.5 bits a weight).
+    "nvfp4": 0.5625,
+    "modelopt_fp4": 0.5625,
 }
 
 SAMPLER_BYTES_PER_LOGIT = 32  # logits, their fp32 copy, sort values and int64 indices, softmax
@@ -75,13 +78,16 @@ class Measured:
 
 def weights_total(arch: Architecture, *, quantization: str, dtype: str) -> tuple[float, str]:
     """All weight bytes and how they were found."""
-    if arch.weight_bytes:
-        # An exact checkpoint size, quantized or cast on the fly when loading.
+    if arch.weight_bytes or arch.weight_bytes_estimate:
+        # An exact checkpoint size, or a quantized checkpoint's from its own quantization_config;
+        # quantized or cast on the fly when loading.
         scale = bytes_per_param(quantization, dtype) / bytes_per_param(arch.quantization, arch.dtype)
         how = "safetensors total_size"
+        if not arch.weight_bytes:
+            how = f"{arch.quant_detail} (from config.json's quantization_config)"
         if scale != 1:
             how += f" x {scale:g} ({quantization or dtype} on load)"
-        return arch.weight_bytes * scale, how
+        return (arch.weight_bytes or arch.weight_bytes_estimate or 0) * scale, how
     if not arch.params_total:
         raise ValueError(
             later("%(model)s: neither a parameter count nor the weights' size is known", model=arch.name)

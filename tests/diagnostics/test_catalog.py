@@ -93,3 +93,57 @@ def test_a_config_the_calculator_cannot_use_gives_an_error_naming_the_field(conf
 def test_a_huge_upload_is_refused_before_parsing():
     with pytest.raises(ConfigError, match="far under"):
         catalog.entry_from_upload(config_text="{" + " " * 2_000_000 + "}")
+
+
+NEW_ENTRIES = (
+    "qwen3.5-35b-a3b-fp8", "qwen3.5-35b-a3b", "qwen3.5-27b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b",
+    "qwen3.6-35b-a3b-nvfp4", "qwen3-32b-fp8", "qwen3-30b-a3b-fp8", "qwen3-235b-a22b-fp8",
+    "qwen3-235b-a22b-nvfp4", "llama-3.1-70b-instruct-fp8", "kimi-k2-instruct",
+    "llama-4-scout-17b-16e-instruct", "llama-4-maverick-17b-128e-instruct", "deepseek-r1", "deepseek-v3.2",
+    "minimax-m2.5", "glm-5-fp8", "qwen3-coder-480b-a35b-instruct",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("key", NEW_ENTRIES)
+def test_every_new_entry_parses_and_cites_a_published_config(key):
+    entry = next(e for e in catalog.shipped() if e.key == key)
+    arch = entry.architecture()
+    assert arch.num_layers > 0 and entry.params_total
+    assert any(s.startswith("https://") for s in entry.sources)
+    if "quantization_config" in json.dumps(entry.config):
+        assert arch.quantization and arch.weight_bytes_estimate
+
+
+@pytest.mark.parametrize(
+    "typed, key",
+    [
+        ("qwen3.5-35b-a3b-fp8", "qwen3.5-35b-a3b-fp8"),
+        ("Qwen/Qwen3.5-35B-A3B-FP8", "qwen3.5-35b-a3b-fp8"),
+        ("/models/Qwen3.5-35B-A3B-FP8/", "qwen3.5-35b-a3b-fp8"),
+        ("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b"),
+        ("nvidia/Qwen3.6-35B-A3B-NVFP4", "qwen3.6-35b-a3b-nvfp4"),
+        ("Qwen/Qwen3-30B-A3B-FP8", "qwen3-30b-a3b-fp8"),
+        ("moonshotai/Kimi-K2-Instruct", "kimi-k2-instruct"),
+        ("llama4:scout", "llama-4-scout-17b-16e-instruct"),
+        ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-maverick-17b-128e-instruct"),
+        ("deepseek-ai/DeepSeek-R1", "deepseek-r1"),
+        ("MiniMaxAI/MiniMax-M2.5", "minimax-m2.5"),
+        ("zai-org/GLM-5-FP8", "glm-5-fp8"),
+    ],
+)
+def test_the_names_users_type_find_the_new_entries(typed, key):
+    assert catalog.find(typed, catalog.shipped()).key == key
+
+
+def test_the_guides_fp8_checkpoint_is_sized_from_its_own_quantization_config():
+    arch = catalog.find("qwen3.5-35b-a3b-fp8", catalog.shipped()).architecture()
+    assert arch.quantization == "fp8" and "128x128" in arch.quant_detail
+    assert arch.count(LayerKind.LINEAR) == 30 and arch.count(LayerKind.FULL) == 10
+    bf16 = catalog.find("qwen3.5-35b-a3b", catalog.shipped()).architecture()
+    # Over half the BF16 size: embeddings, head, norms, DeltaNet gates and the vision tower stay BF16.
+    assert 0.5 < arch.weight_bytes_estimate / (bf16.params_total * 2) < 0.56
+
+
+def test_llama_4s_chunked_attention_is_noted_not_guessed():
+    arch = catalog.find("llama4:scout", catalog.shipped()).architecture()
+    assert arch.count(LayerKind.FULL) == 48 and "chunked local attention" in arch.notes[0]
