@@ -110,6 +110,7 @@ bench: install
 # (split once by source thread), precision per category, the development half's confusion.
 eval: install
 	$(PY) -m tests.triage.corpus_eval
+	$(PY) -m tests.sizing_eval.scratch_eval
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
