@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.i18n import shown
 from diagnostics.models import ModelSpec
-from diagnostics.sizing import versions
+from diagnostics.sizing import hub, versions
 from diagnostics.sizing.architecture import ConfigError
 from diagnostics.sizing.calculator import SizingSpec
 from diagnostics.sizing.catalog import MAX_CONFIG_BYTES, entry_from_upload
@@ -262,6 +262,31 @@ class ConfigUploadForm(forms.Form):
         except ConfigError as exc:
             raise forms.ValidationError(shown(exc.args[0])) from None
         return data
+
+
+class HubFetchForm(forms.Form):
+    """A model to fetch from the Hugging Face Hub (or the mirror HF_ENDPOINT names) by its id."""
+
+    hf_id = forms.CharField(
+        label=_("Hugging Face id"),
+        max_length=96,
+        help_text=_("owner/name, as on the model's page; its config.json is fetched once and kept."),
+        widget=forms.TextInput(
+            attrs={
+                "placeholder": "Qwen/Qwen3-8B",
+                "translate": "no",
+                "autocomplete": "off",
+                "spellcheck": "false",
+            },
+        ),
+    )
+    refresh = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def clean_hf_id(self) -> str:
+        try:
+            return hub.parse_id(self.cleaned_data["hf_id"])
+        except hub.HubError as exc:
+            raise forms.ValidationError(shown(exc.message)) from None
 
 
 def _read(upload: Any) -> bytes | None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -15,6 +16,12 @@ class ModelSpecQuerySet(models.QuerySet["ModelSpec"]):
     def entries(self) -> list[CatalogEntry]:
         return [spec.entry() for spec in self]
 
+    def for_hf_id(self, hf_id: str) -> ModelSpec | None:
+        """The catalogue's model with this Hugging Face id (ids are case-insensitive on the
+        Hub): the copy fetched from the Hub first, being the one "Fetch again" refreshes."""
+        fetched_first = models.Case(models.When(source=ModelSpec.Source.HUB, then=0), default=1)
+        return self.filter(hf_id__iexact=hf_id.strip()).order_by(fetched_first, "pk").first()
+
 
 class ModelSpec(models.Model):
     """A model in the sizing catalogue: config.json facts, editable in the admin."""
@@ -23,6 +30,7 @@ class ModelSpec(models.Model):
         SHIPPED = "shipped", _("shipped with the console")
         UPLOADED = "uploaded", _("uploaded config.json")
         ADMIN = "admin", _("added in the admin")
+        HUB = "hub", _("fetched from the Hugging Face Hub")
 
     key = models.SlugField(
         max_length=64, unique=True, help_text=_("Used in sizing URLs and `manage.py size --model`.")
@@ -39,6 +47,12 @@ class ModelSpec(models.Model):
     config = models.JSONField(help_text=_("The config.json keys that change memory."))
     sources = models.JSONField(default=list, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.ADMIN)
+    fetched_at = models.DateTimeField(
+        _("fetched at"),
+        null=True,
+        blank=True,
+        help_text=_("When it was last fetched from the Hugging Face Hub."),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -48,6 +62,14 @@ class ModelSpec(models.Model):
         ordering = ["family", "name"]
         verbose_name = _("model in the sizing catalogue")
         verbose_name_plural = _("sizing catalogue")
+        constraints = [
+            # A second fetch of an id refreshes its copy: one fetched model per id.
+            models.UniqueConstraint(
+                Lower("hf_id"),
+                condition=models.Q(source="hub"),
+                name="diagnostics_one_fetched_model_per_hf_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name

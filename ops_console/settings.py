@@ -169,6 +169,14 @@ SIMULATOR_CONTROL_URL = env_str(
     f"http://127.0.0.1:{env_int('SIM_CONTROL_PORT', 8199, minimum=1, maximum=65535)}",
 )
 
+# Sizing a model by its Hugging Face id: the Hub or a mirror of it (the same HF_ENDPOINT that
+# huggingface_hub reads, e.g. https://hf-mirror.com), and the token sent for gated and private
+# models (blank: none is sent, not even one saved by `hf auth login`).
+HF_ENDPOINT = (env_str("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+HF_TOKEN = env_str("HF_TOKEN", "")
+# Seconds one fetch from the hub may take, all its requests together, before it counts as unreachable.
+HUB_FETCH_TIMEOUT_S = env_int("HUB_FETCH_TIMEOUT_S", 10, minimum=1, maximum=120)
+
 # How often the fleet overview's tiles and counts refresh in the browser.
 # Notifications have no reader to follow: they are written in this language.
 NOTIFICATION_LANGUAGE = env_choice("NOTIFICATION_LANGUAGE", "en", [code for code, _ in LANGUAGES])

@@ -1,5 +1,6 @@
 """The sizing page (results follow the inputs over HTMX, state in the URL), the comparison
-of up to three set-ups, adding a model from its config.json, and sizing an instance."""
+of up to three set-ups, adding a model from its config.json, and sizing an instance (a served
+model the catalogue lacks but named by a Hugging Face id is offered to be fetched)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from core.i18n import shown
 from core.roles import Role, role_required
 from diagnostics import configgen_fill, sizing_service
 from diagnostics.forms import ConfigUploadForm, SizingForm
+from diagnostics.sizing.hub import looks_like_id
 from diagnostics.sizing.versions import DEFAULT_VERSION
+from diagnostics.views import sizing_hub
 from fleet import gpu_catalog
 from fleet.models import Instance
 
@@ -65,7 +68,7 @@ def sized(form: SizingForm) -> dict[str, Any]:
 @role_required(Role.ENGINEER)
 def page(request: HttpRequest) -> HttpResponse:
     form = SizingForm(with_defaults(request.GET))
-    context: dict[str, Any] = {"form": form, **sized(form)}
+    context: dict[str, Any] = {"form": form, **sized(form), **sizing_hub.page_context(form)}
     if context["sizing"] is not None:
         context["chart"] = sizing_service.concurrency_chart(context["sizing"])
         context["query"] = form.data.urlencode()
@@ -135,6 +138,8 @@ def for_instance(request: HttpRequest, pk: int) -> HttpResponse:
     """The sizing page pre-filled with an inventory instance's model, GPUs and flags."""
     instance = get_object_or_404(Instance, pk=pk)
     params, missing = sizing_service.params_for_instance(instance)
+    if "model" not in params and looks_like_id(instance.served_model_name):
+        params["model"] = instance.served_model_name  # the page offers to fetch it from the Hub
     for problem in missing:
         messages.warning(
             request,

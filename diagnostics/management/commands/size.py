@@ -1,7 +1,9 @@
-"""`manage.py size --model NAME|--config FILE --gpu NAME|--gpu-memory-gib G --gpus N [...] [--json]`:
-the sizing page's answer in a terminal, from the same form and calculator. --gpu takes a
-catalogue key or the name nvidia-smi prints; a GPU outside the catalogue is given by its
-memory (--gpu-memory-gib, or --gpu-memory-mib as nvidia-smi's memory.total)."""
+"""`manage.py size --model NAME|--hf-id ORG/NAME|--config FILE --gpu NAME|--gpu-memory-gib G --gpus N
+[...] [--json]`: the sizing page's answer in a terminal, from the same form and calculator.
+--hf-id takes the model from the catalogue or fetches it from the Hugging Face Hub (HF_ENDPOINT,
+HF_TOKEN) into it; --refresh fetches it again. --gpu takes a catalogue key or the name
+nvidia-smi prints; a GPU outside the catalogue is given by its memory (--gpu-memory-gib, or
+--gpu-memory-mib as nvidia-smi's memory.total)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.http import QueryDict
 
-from diagnostics import sizing_service
+from diagnostics import hub_service, sizing_service
 from diagnostics.forms import SizingForm
 from diagnostics.models import ModelSpec
-from diagnostics.sizing import catalog
+from diagnostics.sizing import catalog, hub
 from diagnostics.sizing.architecture import ConfigError
 from fleet import gpu_catalog, gpu_names
 
@@ -49,11 +52,23 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         which = parser.add_mutually_exclusive_group(required=True)
         which.add_argument("--model", help="a catalogue model: key, Hugging Face id or alias")
+        which.add_argument(
+            "--hf-id",
+            help="a Hugging Face model id (ORG/NAME): from the catalogue, or fetched from the hub "
+            "(HF_ENDPOINT, HF_TOKEN) and kept there",
+        )
         which.add_argument("--config", help="a config.json file (not added to the catalogue)")
         parser.add_argument(
             "--index", help="with --config: model.safetensors.index.json for exact weight bytes"
         )
-        parser.add_argument("--params-billions", type=float, help="with --config: the parameter count")
+        parser.add_argument(
+            "--params-billions",
+            type=float,
+            help="with --config, or --hf-id for a model without safetensors: the parameter count",
+        )
+        parser.add_argument(
+            "--refresh", action="store_true", help="with --hf-id: fetch it again, even if in the catalogue"
+        )
         parser.add_argument(
             "--gpu",
             help='GPU model, like h100-80gb, L40S or "NVIDIA A100-SXM4-80GB" as nvidia-smi prints it; '
@@ -73,7 +88,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         extra = _config_model(options) if options["config"] else None
         query = QueryDict(mutable=True)
-        query["model"] = extra.key if extra else _model_key(options["model"])
+        if extra:
+            query["model"] = extra.key
+        elif options["hf_id"]:
+            query["model"] = self._hub_model(options)
+        else:
+            query["model"] = _model_key(options["model"])
         query.update(_gpu_values(options))
         query["gpus"] = str(options["gpus"])
         for _, dest, _, _ in OPTIONS:
@@ -94,13 +114,34 @@ class Command(BaseCommand):
         else:
             self.stdout.write(_text(result.to_dict()))
 
+    def _hub_model(self, options: dict[str, Any]) -> str:
+        """The catalogue key of the --hf-id model, fetched from the hub when needed."""
+        params = options.get("params_billions")
+        try:
+            spec, fetched = hub_service.model_for_hf_id(
+                options["hf_id"], refresh=options["refresh"], params_total=params * 1e9 if params else None
+            )
+        except hub.HubError as exc:
+            hint = " (here: --config path/to/config.json)" if exc.offers_upload else ""
+            raise CommandError(f"{exc}{hint}") from None
+        if fetched:
+            self.stderr.write(
+                f"fetched {spec.hf_id} from {settings.HF_ENDPOINT} into the catalogue as {spec.key}"
+            )
+        return spec.key
+
 
 def _model_key(name: str) -> str:
     entry = catalog.find(name, ModelSpec.objects.all().entries())
     if entry is None:
         known = ", ".join(ModelSpec.objects.values_list("key", flat=True)[:30])
+        fetch = (
+            f"--hf-id {name.strip()} to fetch it from Hugging Face, or "
+            if hub.looks_like_id(name.strip())
+            else ""
+        )
         raise CommandError(
-            f"no model {name!r} in the sizing catalogue (known: {known}); or use --config FILE"
+            f"no model {name!r} in the sizing catalogue (known: {known}); or use {fetch}--config FILE"
         )
     return entry.key
 
