@@ -53,7 +53,10 @@ def test_a_rule_does_not_match_its_counter_example(rule, line):
     assert rule not in MATCHER.rules_of(line.encode())
 
 
-PARTNER_LINES = {"oom.gpu": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
+PARTNER_LINES = {
+    "oom.gpu": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "cuda.xid": "NVRM: Xid (PCI:0000:06:00): 79, pid=1234, GPU has fallen off the bus.",
+}
 
 
 @pytest.mark.parametrize(("rule", "line"), _cases("match"))
