@@ -152,12 +152,23 @@ class TriageResult:
         }
 
 
+COMBINED_MAX_MEM = 256 << 20  # RE2's default (8 MB) is too small a DFA budget for every rule at once
+
+
+def _combined_options() -> re2.Options:
+    """The one automaton of all patterns gets memory enough to stay a DFA (RE2 falls back to a
+    far slower engine, and says so on stderr, when its DFA runs out)."""
+    options = re2.Options()
+    options.max_mem = COMBINED_MAX_MEM
+    return options
+
+
 class Matcher:
     def __init__(self, rules: Iterable[Rule]):
         self.rules = tuple(rules)
         patterns = [p.encode() for r in self.rules for p in r.patterns] + [exit_codes.PATTERN]
         alternation = b"|".join(b"(?:" + p + b")" for p in patterns)
-        self.any = re2.compile(alternation)
+        self.any = re2.compile(alternation, _combined_options())
         self.checks = [
             (
                 rule,
