@@ -289,6 +289,41 @@ class HubFetchForm(forms.Form):
             raise forms.ValidationError(shown(exc.message)) from None
 
 
+class HostModelForm(forms.Form):
+    """A model directory on a GPU host, to be read by the host's agent: the hosts offered are
+    those whose agent is live."""
+
+    host = forms.ChoiceField(label=_("GPU host"), widget=NameSelect(names=True))
+    model_dir = forms.CharField(
+        label=_("Model directory on the host"),
+        max_length=1024,
+        help_text=mark_safe(
+            _(
+                "Where <code>config.json</code> is; in a Hugging Face cache, "
+                "<code>snapshots/&lt;revision&gt;/</code>."
+            )
+        ),
+        widget=forms.TextInput(
+            attrs={
+                "placeholder": "/models/<name>",
+                "translate": "no",
+                "autocomplete": "off",
+                "spellcheck": "false",
+            }
+        ),
+    )
+
+    def __init__(self, *args: Any, hosts: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["host"].choices = [(name, name) for name in hosts]
+
+    def clean_model_dir(self) -> str:
+        value = self.cleaned_data["model_dir"].strip()
+        if not value.startswith("/") or "\x00" in value:
+            raise forms.ValidationError(gettext("Give an absolute path, like /models/Qwen3-8B."))
+        return value.rstrip("/") or "/"
+
+
 def _read(upload: Any) -> bytes | None:
     if not upload:
         return None

@@ -1,12 +1,14 @@
 from django.urls import path
 
-from diagnostics.views import configs, predeploy, sizing, sizing_hub, triage, troubleshoot
+from diagnostics.views import configs, predeploy, sizing, sizing_host, sizing_hub, triage, troubleshoot
 
 urlpatterns = [
     path("sizing/", sizing.page, name="sizing"),
     path("sizing/compare/", sizing.compare, name="sizing-compare"),
     path("sizing/models/new/", sizing.upload, name="sizing-upload"),
     path("sizing/models/hub/", sizing_hub.fetch, name="sizing-hub"),
+    path("sizing/models/host/", sizing_host.from_host, name="sizing-host"),
+    path("sizing/models/host/<slug:request_id>/", sizing_host.answer, name="sizing-host-answer"),
     path("sizing/instances/<int:pk>/", sizing.for_instance, name="sizing-instance"),
     path("configs/", configs.index, name="configs"),
     path("configs/nginx/lint/", configs.lint, name="config-lint"),

@@ -11,7 +11,9 @@ from typing import Any
 
 AGENT_TASK_PREFIX = "agent."
 # The checks an agent runs; nothing else is ever routed to a host's queues.
-AGENT_TASKS = frozenset({"agent.read_gpus", "agent.snapshot", "agent.predeploy_facts", "agent.pull_logs"})
+AGENT_TASKS = frozenset(
+    {"agent.read_gpus", "agent.snapshot", "agent.predeploy_facts", "agent.pull_logs", "agent.model_config"}
+)
 LONG_TASKS = frozenset({"agent.predeploy_facts", "agent.pull_logs"})
 # Where agents send their reports: the central queue, where fleet.agent_report runs.
 CENTRAL_QUEUE = "console"

@@ -155,6 +155,19 @@ class Agent:
         )
         return {"facts": facts.to_dict()}
 
+    def model_config(self, *, model_dir: object) -> dict[str, Any]:
+        """The sizing files of a model directory (fleet.hostchecks.model_dir), or why not."""
+        from fleet.hostchecks.model_dir import ModelDirError, read_model_dir
+
+        if not isinstance(model_dir, str) or len(model_dir) > 1024:
+            return {"error": "the model directory must be an absolute path of at most 1024 characters"}
+        try:
+            return {"model": read_model_dir(model_dir, root=Path(self.config.root)).to_dict()}
+        except ModelDirError as exc:
+            return {"error": exc.message.to_json()}
+        except Exception as exc:  # a bug must not leave the console waiting for the answer
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
     def pull_logs(self, *, source: object, lines: object) -> dict[str, Any]:
         from fleet.hostchecks.engine_logs import LogSource, pull_engine_log
 
@@ -222,6 +235,11 @@ def _register_tasks(agent: Agent) -> None:
     def predeploy_facts(*, host: str, request_id: str, model_dir: str = "", port: int = 8000) -> None:
         if agent.mine(host):
             agent.answer(request_id, agent.predeploy_facts(model_dir=model_dir, port=port))
+
+    @app.task(name="agent.model_config", ignore_result=True, soft_time_limit=20, time_limit=30)
+    def model_config(*, host: str, request_id: str, model_dir: str = "") -> None:
+        if agent.mine(host):
+            agent.answer(request_id, agent.model_config(model_dir=model_dir))
 
     @app.task(name="agent.pull_logs", ignore_result=True, soft_time_limit=100, time_limit=120)
     def pull_logs(*, host: str, request_id: str, source: dict | None = None, lines: int = 200) -> None:

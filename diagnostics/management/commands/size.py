@@ -1,13 +1,16 @@
 """`manage.py size --model NAME|--hf-id ORG/NAME|--config FILE --gpu NAME|--gpu-memory-gib G --gpus N
 [...] [--json]`: the sizing page's answer in a terminal, from the same form and calculator.
 --hf-id takes the model from the catalogue or fetches it from the Hugging Face Hub (HF_ENDPOINT,
-HF_TOKEN) into it; --refresh fetches it again. --gpu takes a catalogue key or the name
+HF_TOKEN) into it; --refresh fetches it again. --host NAME --model-dir PATH has the host's live
+agent read the model's directory there and adds it to the catalogue (the console's worker stores
+the agent's answer; --wait bounds the wait). --gpu takes a catalogue key or the name
 nvidia-smi prints; a GPU outside the catalogue is given by its memory (--gpu-memory-gib, or
 --gpu-memory-mib as nvidia-smi's memory.total)."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.http import QueryDict
 
-from diagnostics import hub_service, sizing_service
+from diagnostics import host_model_service, hub_service, sizing_service
 from diagnostics.forms import SizingForm
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import catalog, hub
@@ -58,6 +61,18 @@ class Command(BaseCommand):
             "(HF_ENDPOINT, HF_TOKEN) and kept there",
         )
         which.add_argument("--config", help="a config.json file (not added to the catalogue)")
+        which.add_argument(
+            "--host",
+            help="a GPU host whose live agent reads --model-dir there (config.json, the safetensors "
+            "index, the weights' sizes); the model is added to the catalogue",
+        )
+        parser.add_argument("--model-dir", help="with --host: the model's directory on the host (absolute)")
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=host_model_service.ANSWER_WITHIN_S,
+            help=f"with --host: seconds to wait for the agent (default {host_model_service.ANSWER_WITHIN_S})",
+        )
         parser.add_argument(
             "--index", help="with --config: model.safetensors.index.json for exact weight bytes"
         )
@@ -92,6 +107,8 @@ class Command(BaseCommand):
             query["model"] = extra.key
         elif options["hf_id"]:
             query["model"] = self._hub_model(options)
+        elif options["host"]:
+            query["model"] = self._host_model(options)
         else:
             query["model"] = _model_key(options["model"])
         query.update(_gpu_values(options))
@@ -129,6 +146,31 @@ class Command(BaseCommand):
                 f"fetched {spec.hf_id} from {settings.HF_ENDPOINT} into the catalogue as {spec.key}"
             )
         return spec.key
+
+    def _host_model(self, options: dict[str, Any]) -> str:
+        """The catalogue key of the model the --host's agent read in --model-dir."""
+        model_dir = (options.get("model_dir") or "").strip()
+        if not model_dir.startswith("/"):
+            raise CommandError(
+                "--host needs --model-dir, an absolute path on the host, like /models/Qwen3-8B"
+            )
+        if options["wait"] <= 0:
+            raise CommandError("--wait must be a number of seconds above 0")
+        try:
+            asked = host_model_service.ask_host(
+                host=options["host"], model_dir=model_dir, wait_s=options["wait"]
+            )
+        except host_model_service.NoAgent as exc:
+            raise CommandError(f"{exc} (here: --config path/to/config.json)") from None
+        result = host_model_service.outcome(asked)
+        while result.waiting:
+            time.sleep(0.25)
+            asked.refresh_from_db()
+            result = host_model_service.outcome(asked)
+        if result.error is not None:
+            raise CommandError(str(result.error))
+        self.stderr.write(f"{options['host']}:{model_dir} is in the catalogue as {result.spec.key}")
+        return result.spec.key
 
 
 def _model_key(name: str) -> str:

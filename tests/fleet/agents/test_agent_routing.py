@@ -56,7 +56,7 @@ def test_an_agent_knows_only_its_fixed_checks(fleet_with_agents):
     assert wait_for(lambda: "ready." in agents["node-a"].output(), timeout=30)
     listed = agents["node-a"].output().split("[tasks]", 1)[1].split("\n\n", 1)[0]
     assert sorted(line.strip(" .") for line in listed.strip().splitlines()) == sorted(AGENT_TASKS)
-    assert len(AGENT_TASKS) == 4  # GPUs, snapshot, pre-deploy facts, log pull: nothing else
+    assert len(AGENT_TASKS) == 5  # GPUs, snapshot, pre-deploy facts, log pull, model config: nothing else
 
 
 def test_the_gpu_probe_judges_what_each_hosts_agent_read_on_that_host(fleet_with_agents, redis_broker):
