@@ -264,6 +264,13 @@ class ConfigUploadForm(forms.Form):
         return data
 
 
+def _name_input(placeholder: str) -> forms.TextInput:
+    """A field for an id or a path: never translated, completed or spell-checked."""
+    return forms.TextInput(
+        attrs={"placeholder": placeholder, "translate": "no", "autocomplete": "off", "spellcheck": "false"}
+    )
+
+
 class HubFetchForm(forms.Form):
     """A model to fetch from the Hugging Face Hub (or the mirror HF_ENDPOINT names) by its id."""
 
@@ -271,14 +278,7 @@ class HubFetchForm(forms.Form):
         label=_("Hugging Face id"),
         max_length=96,
         help_text=_("owner/name, as on the model's page; its config.json is fetched once and kept."),
-        widget=forms.TextInput(
-            attrs={
-                "placeholder": "Qwen/Qwen3-8B",
-                "translate": "no",
-                "autocomplete": "off",
-                "spellcheck": "false",
-            },
-        ),
+        widget=_name_input("Qwen/Qwen3-8B"),
     )
     refresh = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
@@ -303,14 +303,7 @@ class HostModelForm(forms.Form):
                 "<code>snapshots/&lt;revision&gt;/</code>."
             )
         ),
-        widget=forms.TextInput(
-            attrs={
-                "placeholder": "/models/<name>",
-                "translate": "no",
-                "autocomplete": "off",
-                "spellcheck": "false",
-            }
-        ),
+        widget=_name_input("/models/<name>"),
     )
 
     def __init__(self, *args: Any, hosts: list[str], **kwargs: Any) -> None:
