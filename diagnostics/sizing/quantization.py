@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.i18n import later
+from core.i18n import Message, later
 from diagnostics.sizing.config_error import ConfigError
 from diagnostics.sizing.parameters import Tensor, tensors
 
@@ -76,7 +76,7 @@ class Scheme:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _error(field_name: str, value: Any, expected: str) -> ConfigError:
+def _error(field_name: str, value: Any, expected: Message) -> ConfigError:
     return ConfigError(
         later(
             "config.json quantization_config %(field)s is %(value)s; %(expected)s",
@@ -92,9 +92,9 @@ def _int_field(
 ) -> int:
     value = q.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _error(name, value, "it must be a whole number")
+        raise _error(name, value, later("it must be a whole number"))
     if allowed and value not in allowed:
-        raise _error(name, value, f"expected one of {', '.join(map(str, allowed))}")
+        raise _error(name, value, later("expected one of %(choices)s", choices=", ".join(map(str, allowed))))
     return value
 
 
@@ -103,7 +103,7 @@ def _group(q: Mapping[str, Any], name: str = "group_size") -> int | None:
     if value == -1:
         return None  # one scale per output channel
     if value < 1:
-        raise _error(name, value, "expected a positive group size or -1")
+        raise _error(name, value, later("expected a positive group size or -1"))
     return value
 
 
@@ -114,7 +114,7 @@ def _names(q: Mapping[str, Any], *keys: str) -> tuple[str, ...]:
         if value is None:
             continue
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _error(key, value, "it must be a list of module names")
+            raise _error(key, value, later("it must be a list of module names"))
         found += value
     return tuple(found)
 
@@ -124,13 +124,15 @@ _UNQUANTIZED_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "excl
 
 def _fp8(q: Mapping[str, Any]) -> Scheme:
     if "bits" in q and q["bits"] != 8:
-        raise _error("bits", q["bits"], "quant_method 'fp8' stores 8-bit weights")
+        raise _error("bits", q["bits"], later("quant_method 'fp8' stores 8-bit weights"))
     block = q.get("weight_block_size")
     if block is not None:
         if not (
             isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)
         ):
-            raise _error("weight_block_size", block, "expected two positive whole numbers, e.g. [128, 128]")
+            raise _error(
+                "weight_block_size", block, later("expected two positive whole numbers, e.g. [128, 128]")
+            )
         fmt = Format(bits=8, scale_bytes=4, block=(block[0], block[1]))
         detail = f"fp8 e4m3, one fp32 scale per {block[0]}x{block[1]} block"
     else:
@@ -196,17 +198,21 @@ def _ct_format(weights: Mapping[str, Any], name: str) -> Format:
     bits = _int_field(weights, "num_bits", allowed=(2, 3, 4, 8, 16))
     kind = weights.get("type", "int")
     if kind not in ("int", "float"):
-        raise _error(f"config_groups.{name}.weights.type", kind, "expected 'int' or 'float'")
+        raise _error(f"config_groups.{name}.weights.type", kind, later("expected 'int' or 'float'"))
     strategy = str(weights.get("strategy") or ("group" if weights.get("group_size") else "channel"))
     group = weights.get("group_size")
     if strategy in ("group", "tensor_group") and not (isinstance(group, int) and group > 0):
         raise _error(
-            f"config_groups.{name}.weights.group_size", group, f"strategy {strategy!r} needs a group size"
+            f"config_groups.{name}.weights.group_size",
+            group,
+            later("strategy %(strategy)s needs a group size", strategy=repr(strategy)),
         )
     block = weights.get("block_structure")
     if strategy == "block" and not (isinstance(block, list) and len(block) == 2):
         raise _error(
-            f"config_groups.{name}.weights.block_structure", block, "strategy 'block' needs [rows, cols]"
+            f"config_groups.{name}.weights.block_structure",
+            block,
+            later("strategy 'block' needs [rows, cols]"),
         )
     fp4 = kind == "float" and bits == 4
     return Format(
@@ -223,22 +229,33 @@ def _ct_format(weights: Mapping[str, Any], name: str) -> Format:
 def _compressed_tensors(q: Mapping[str, Any]) -> Scheme:
     groups = q.get("config_groups")
     if not isinstance(groups, Mapping) or not groups:
-        raise _error("config_groups", groups, "compressed-tensors needs at least one group with 'weights'")
+        raise _error(
+            "config_groups", groups, later("compressed-tensors needs at least one group with 'weights'")
+        )
     declared = q.get("format")
     if declared is not None and declared not in _FORMATS:
-        raise _error("format", declared, f"expected one of {', '.join(sorted(_FORMATS))}")
+        raise _error(
+            "format", declared, later("expected one of %(choices)s", choices=", ".join(sorted(_FORMATS)))
+        )
     rules: list[Rule] = []
     for name, group in groups.items():
         weights = group.get("weights") if isinstance(group, Mapping) else None
         if not isinstance(weights, Mapping):
-            raise _error(f"config_groups.{name}.weights", weights, "each group needs a 'weights' object")
+            raise _error(
+                f"config_groups.{name}.weights", weights, later("each group needs a 'weights' object")
+            )
         fmt = _ct_format(weights, name)
         kind, bits = _FORMATS.get(str(group.get("format") or declared), (None, None))
         if (kind and weights.get("type", "int") != kind) or (bits and fmt.bits != bits):
             raise _error(
                 "format",
                 group.get("format") or declared,
-                f"group {name!r} stores {weights.get('type')} {fmt.bits}-bit weights",
+                later(
+                    "group %(group)s stores %(kind)s %(bits)s-bit weights",
+                    group=repr(name),
+                    kind=weights.get("type"),
+                    bits=fmt.bits,
+                ),
             )
         targets = group.get("targets") or ["Linear"]
         rules.append(Rule(format=fmt, targets=tuple(str(t) for t in targets)))
@@ -291,7 +308,9 @@ def _modelopt(q: Mapping[str, Any]) -> Scheme:
     if algo == "MIXED_PRECISION":
         layers = inner.get("quantized_layers")
         if not isinstance(layers, Mapping) or not layers:
-            raise _error("quantized_layers", layers, "quant_algo 'MIXED_PRECISION' lists its layers there")
+            raise _error(
+                "quantized_layers", layers, later("quant_algo 'MIXED_PRECISION' lists its layers there")
+            )
         by_algo: dict[str, list[str]] = {}
         for layer, spec in layers.items():
             by_algo.setdefault(str(spec.get("quant_algo") if isinstance(spec, Mapping) else spec), []).append(
@@ -308,7 +327,7 @@ def _modelopt(q: Mapping[str, Any]) -> Scheme:
         )
     fmt = _modelopt_format(algo)
     if fmt is _NVFP4 and inner.get("group_size", 16) != 16:
-        raise _error("group_size", inner.get("group_size"), "NVFP4 scales every 16 values")
+        raise _error("group_size", inner.get("group_size"), later("NVFP4 scales every 16 values"))
     key = "nvfp4" if fmt is _NVFP4 else "fp8"
     return Scheme(
         method="modelopt",
@@ -323,7 +342,11 @@ def _modelopt(q: Mapping[str, Any]) -> Scheme:
 def _modelopt_format(algo: str) -> Format:
     if algo not in _MODELOPT_ALGOS:
         raise _error(
-            "quant_algo", algo, f"expected one of {', '.join(sorted(_MODELOPT_ALGOS))} or MIXED_PRECISION"
+            "quant_algo",
+            algo,
+            later(
+                "expected one of %(choices)s or MIXED_PRECISION", choices=", ".join(sorted(_MODELOPT_ALGOS))
+            ),
         )
     return _MODELOPT_ALGOS[algo]
 
@@ -351,7 +374,8 @@ def scheme(config: Mapping[str, Any]) -> Scheme | None:
         return _modelopt(q)
     raise _error(
         "quant_method", q.get("quant_method"),
-        "expected one of awq, bitsandbytes, compressed-tensors, fbgemm_fp8, fp8, gptq, modelopt, mxfp4",
+        later("expected one of %(choices)s",
+              choices="awq, bitsandbytes, compressed-tensors, fbgemm_fp8, fp8, gptq, modelopt, mxfp4"),
     )  # fmt: skip
 
 

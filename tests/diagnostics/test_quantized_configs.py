@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from django.utils import translation
 
+from core.i18n import shown
 from diagnostics.sizing import memory, quantization
 from diagnostics.sizing.architecture import ConfigError, from_hf_config
 from diagnostics.sizing.parameters import tensors
@@ -171,3 +173,17 @@ def test_the_architecture_keeps_a_key_the_memory_budget_knows_and_sizes_from_the
 def test_a_contradictory_quantization_config_is_refused_naming_the_field(quant, field):
     with pytest.raises(ConfigError, match=field):
         from_hf_config(_with(QWEN3_14B, quant))
+
+
+def test_the_refusal_reads_in_the_readers_language_whole():
+    with pytest.raises(ConfigError) as refused:
+        from_hf_config(_with(QWEN3_14B, {"quant_method": "fp8", "bits": 4}))
+    message = refused.value.args[0]
+    assert (
+        str(message) == "config.json quantization_config 'bits' is 4; quant_method 'fp8' stores 8-bit weights"
+    )
+    with translation.override("zh-hans"):
+        assert (
+            shown(message)
+            == "config.json 的 quantization_config 中 'bits' 为 4；quant_method 'fp8' 存储的是 8 位权重"
+        )
