@@ -20,7 +20,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from core.i18n import Message, later
@@ -40,6 +40,7 @@ class Format:
     zero_points: bool = False  # a packed zero point per group (asymmetric integers)
     g_idx: bool = False  # GPTQ's int32 group index per input column
     global_scale: bool = False  # NVFP4's fp32 second-level scale per tensor
+    floating: bool = False  # float values (fp8, fp4), not integers (compressed-tensors' type)
 
     def tensor_bytes(self, t: Tensor) -> float:
         rows, cols = t.rows, t.cols
@@ -73,7 +74,6 @@ class Scheme:
     rules: tuple[Rule, ...]
     ignored: tuple[str, ...] = ()
     lm_head_quantized: bool = False  # whether an untargeted-by-name LM head follows the rules
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def _error(field_name: str, value: Any, expected: Message) -> ConfigError:
@@ -223,6 +223,7 @@ def _ct_format(weights: Mapping[str, Any], name: str) -> Format:
         per_tensor=strategy == "tensor",
         zero_points=kind == "int" and weights.get("symmetric") is False,
         global_scale=strategy == "tensor_group",
+        floating=kind == "float",
     )
 
 
@@ -269,7 +270,7 @@ def _compressed_tensors(q: Mapping[str, Any]) -> Scheme:
 
 def _key_for(fmt: Format) -> str:
     if fmt.bits == 8:
-        return "fp8" if fmt.scale_bytes != 2 or fmt.zero_points is False else "int8"
+        return "fp8" if fmt.floating else "int8"
     if fmt.bits == 4 and fmt.scale_bytes == 1:
         return "nvfp4" if fmt.group == 16 else "mxfp4"
     return "int4"

@@ -187,3 +187,14 @@ def test_the_refusal_reads_in_the_readers_language_whole():
             shown(message)
             == "config.json 的 quantization_config 中 'bits' 为 4；quant_method 'fp8' 存储的是 8 位权重"
         )
+
+
+def test_compressed_tensors_names_integer_and_float_eight_bit_weights_apart():
+    def key(kind: str, symmetric: bool) -> str:
+        weights = {"num_bits": 8, "type": kind, "strategy": "channel", "symmetric": symmetric}
+        ct = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": weights}}}
+        return quantization.scheme({"quantization_config": ct}).key
+
+    assert key("int", symmetric=True) == "int8"  # W8A8 integer checkpoints
+    assert key("int", symmetric=False) == "int8"
+    assert key("float", symmetric=True) == "fp8"
