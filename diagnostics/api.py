@@ -114,8 +114,7 @@ def _with_hub_model(query: QueryDict) -> tuple[QueryDict, Response | None]:
 def _errors(form: SizingForm) -> dict[str, list[str]]:
     """The form's errors; a model the catalogue lacks but named by a Hub id gets the way to fetch it."""
     errors = {name: list(messages) for name, messages in form.errors.items()}
-    typed = str(form.data.get("model", "")).strip()
-    if "model" in errors and hub.looks_like_id(typed):
+    if typed := form.hub_id_offered():
         errors["model"].append(
             gettext("To fetch %(id)s from Hugging Face, pass it as hf_id.") % {"id": typed}
         )

@@ -5,6 +5,7 @@ Field names are the URL's query parameters, so a result can be shared as a link.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -218,6 +219,18 @@ class SizingForm(forms.Form):
         """The calculator's input; call after is_valid()."""
         data = self.cleaned_data
         return spec_from_values(data, arch=self.specs[data["model"]].architecture())
+
+    def hub_id_offered(self) -> str:
+        """The model typed, when the catalogue lacks it but it looks like a Hugging Face id (the
+        page and the API offer to fetch it); else ""."""
+        typed = str(self.data.get("model", "")).strip()
+        return typed if "model" in self.errors and hub.looks_like_id(typed) else ""
+
+
+def sizing_inputs(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The sizing page's inputs that `data` carries, blanks left out: the page's other forms
+    (the Hugging Face and host cards) post them along, so that the sizing they open keeps them."""
+    return {name: data[name] for name in SizingForm.base_fields if data.get(name)}
 
 
 class ConfigUploadForm(forms.Form):

@@ -96,7 +96,7 @@ def outcome(request: AgentRequest) -> Outcome:
         )
     with transaction.atomic():
         AgentRequest.objects.select_for_update().filter(pk=request.pk).first()  # one save per answer
-        saved = ModelSpec.objects.filter(sources__icontains=_marker(request)).first()
+        saved = ModelSpec.objects.filter(sources__icontains=_marker(request.request_id)).first()
         if saved is not None:
             return Outcome(request, spec=saved)
         try:
@@ -104,10 +104,6 @@ def outcome(request: AgentRequest) -> Outcome:
         except HostModelError as exc:
             return Outcome(request, error=exc.message)
         return Outcome(request, spec=_save(entry, answered_at=request.answered_at))
-
-
-# What a new read of the same directory brings; a name, aliases or family edited in the admin stay.
-_READ = ("hf_id", "config", "weight_bytes", "sources")
 
 
 def _save(entry: CatalogEntry, *, answered_at: datetime | None) -> ModelSpec:
@@ -121,9 +117,7 @@ def _save(entry: CatalogEntry, *, answered_at: datetime | None) -> ModelSpec:
         return sizing_service.save_upload(entry)
     if answered_at is not None and earlier.updated_at > answered_at:
         return earlier
-    for name in _READ:
-        value = getattr(entry, name)
-        setattr(earlier, name, list(value) if isinstance(value, tuple) else value)
+    earlier.reread(entry)
     earlier.save()
     return earlier
 
@@ -169,9 +163,9 @@ def build_entry(
     if index_text is None and files.safetensors_bytes:
         index_text = json.dumps({"metadata": {"total_size": files.safetensors_bytes}})
     entry = entry_from_upload(config_text=config_text, index_text=index_text, name=_name(files, host))
-    where = f"{host}:{files.model_dir.rstrip('/') or '/'}"
+    where = _where(files, host)
     when = f" on {read_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if read_at else ""
-    sources = [f"{where}/config.json{_READ_BY}{when} (agent request {request_id})"]
+    sources = [f"{where}/config.json{_READ_BY}{when} {_marker(request_id)}"]
     if files.index_text is not None:
         sources.append(f"{where}/{INDEX}" + (" (its metadata.total_size only)" if files.index_cut else ""))
     elif files.safetensors_bytes:
@@ -207,6 +201,11 @@ def with_quantization(files: ModelDirFiles) -> tuple[str, bool]:
     return json.dumps({**config, "quantization_config": quant}), True
 
 
+def _where(files: ModelDirFiles, host: str) -> str:
+    """The directory as host:path, the way the sources and the name spell it."""
+    return f"{host}:{files.model_dir.rstrip('/') or '/'}"
+
+
 def _name(files: ModelDirFiles, host: str) -> str:
     """ "ORG/NAME (host)" when config.json names its Hub id, else "host:directory"."""
     try:
@@ -215,12 +214,13 @@ def _name(files: ModelDirFiles, host: str) -> str:
         named = None
     if isinstance(named, str) and looks_like_id(named.strip()):
         return f"{named.strip()} ({host})"[:MAX_NAME]
-    where = f"{host}:{files.model_dir.rstrip('/') or '/'}"
+    where = _where(files, host)
     if len(where) <= MAX_NAME:
         return where
     keep = max(MAX_NAME - len(host) - 2, 40)  # the directory's end names the model
     return f"{host}:…{files.model_dir.rstrip('/')[-keep:]}"[-MAX_NAME:]
 
 
-def _marker(request: AgentRequest) -> str:
-    return f"(agent request {request.request_id})"
+def _marker(request_id: str) -> str:
+    """How the first source names the request, by which its answer's model is found again."""
+    return f"(agent request {request_id})"

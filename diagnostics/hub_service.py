@@ -6,11 +6,13 @@ date it was fetched."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from diagnostics.catalogue_seed import model_fields
+from diagnostics import sizing_service
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import hub
 from diagnostics.sizing.catalog import CatalogEntry
@@ -35,10 +37,6 @@ def model_for_hf_id(
     return save_fetched(entry), True
 
 
-# What a fetch brings; a name, aliases or family edited in the admin stay as they were.
-_FETCHED = ("hf_id", "config", "weight_bytes", "sources")
-
-
 def save_fetched(entry: CatalogEntry) -> ModelSpec:
     """Keep a fetched model in the catalogue: its earlier copy refreshed in place (same key,
     so shared sizing links still work), else a new one under a key of its own."""
@@ -54,23 +52,16 @@ def save_fetched(entry: CatalogEntry) -> ModelSpec:
 def _save(entry: CatalogEntry) -> ModelSpec:
     spec = ModelSpec.objects.filter(source=ModelSpec.Source.HUB, hf_id__iexact=entry.hf_id).first()
     if spec is None:
-        spec = ModelSpec(**model_fields(entry), source=ModelSpec.Source.HUB)
-        spec.key = _free_key(entry.key)
-    fields = model_fields(entry)
-    for name in _FETCHED:
-        setattr(spec, name, fields[name])
+        spec = ModelSpec.from_entry(
+            replace(entry, key=sizing_service.free_key(entry.key)), source=ModelSpec.Source.HUB
+        )
+    else:
+        spec.reread(entry)
     if entry.params_total:
         spec.params_total = entry.params_total
     spec.fetched_at = timezone.now()
     spec.save()
     return spec
-
-
-def _free_key(key: str) -> str:
-    candidate, n = key, 2
-    while ModelSpec.objects.filter(key=candidate).exists():
-        candidate, n = f"{key[:58]}-{n}", n + 1
-    return candidate
 
 
 _STATUS = {

@@ -105,6 +105,15 @@ class ModelSpec(models.Model):
 
         return cls(**model_fields(entry), source=source)
 
+    def reread(self, entry: CatalogEntry) -> None:
+        """Take a new read of the same model (fetched again, read again on its host): its
+        config.json facts and sources; a name, aliases or family edited in the admin stay. Unsaved."""
+        from diagnostics.catalogue_seed import model_fields
+
+        fields = model_fields(entry)
+        for name in ("hf_id", "config", "weight_bytes", "sources"):
+            setattr(self, name, fields[name])
+
 
 class InstanceSizing(models.Model):
     """The latest scheduled sizing of an instance: its flags against its GPUs and load."""

@@ -100,12 +100,17 @@ def size_spec(spec: calculator.SizingSpec) -> calculator.Sizing:
 
 def save_upload(entry: CatalogEntry) -> ModelSpec:
     """Add an uploaded model to the catalogue under a key of its own."""
-    key, n = entry.key, 2
-    while ModelSpec.objects.filter(key=key).exists():
-        key, n = f"{entry.key[:58]}-{n}", n + 1
-    spec = ModelSpec.from_entry(replace(entry, key=key), source=ModelSpec.Source.UPLOADED)
+    spec = ModelSpec.from_entry(replace(entry, key=free_key(entry.key)), source=ModelSpec.Source.UPLOADED)
     spec.save()
     return spec
+
+
+def free_key(key: str) -> str:
+    """`key`, or `key-2`, `key-3`... when the catalogue has it already."""
+    candidate, n = key, 2
+    while ModelSpec.objects.filter(key=candidate).exists():
+        candidate, n = f"{key[:58]}-{n}", n + 1
+    return candidate
 
 
 def concurrency_chart(sizing: calculator.Sizing) -> dict:

@@ -38,32 +38,16 @@ _WORD = re.compile(r"[a-z0-9]+")
 _TARGET = re.compile(r"\((?:gfx|sm_?)\w*[^)]*\)")  # ROCm's "(gfx942:sramecc+:xnack-)" after the name
 _TRUNCATED = re.compile(r"(\.\.\.|…)\s*$")
 
-# Compact forms beyond the key and the name, as the tools print them. Families that come
-# in several memory sizes (A100, A800, V100) are listed only with their size, so a bare
-# "A100" stays ambiguous.
+# Compact forms beyond a card's key and name (both are read already). A family that comes in
+# several memory sizes (A100, A800, V100) has no form without its size, so a bare "A100"
+# stays ambiguous.
 _ALIASES: dict[str, tuple[str, ...]] = {
-    "a100-40gb": ("a10040gb",),
-    "a100-80gb": ("a10080gb",),
-    "h100-80gb": ("h100", "h10080gb"),
-    "h100-nvl": ("h100nvl", "h100nvl94gb", "h100nvl96gb"),
-    "h200-141gb": ("h200", "h200141gb"),
-    "h200-nvl": ("h200nvl", "h200nvl141gb"),
-    "b200-180gb": ("b200", "b200180gb"),
-    "h800": ("h800", "h80080gb"),
-    "h20": ("h20", "h2096gb"),
-    "a800-80gb": ("a80080gb",),
-    "gb10": ("gb10",),
-    "rtx-a6000": ("a6000",),
-    "rtx-3090": ("3090",),
-    "rtx-4080": ("4080",),
-    "rtx-4090": ("4090",),
-    "rtx-4090d": ("4090d",),
-    "rtx-5090": ("5090",),
-    "rtx-6000-ada": ("6000ada",),
-    "v100-32gb": ("v10032gb",),
-    "mi250": ("mi250", "mi250x", "mi250xmi250", "mi250gcd"),
-    "mi300x": ("mi300x",),
-    "mi325x": ("mi325x",),
+    "h100-80gb": ("h100",),
+    "h100-nvl": ("h100nvl94gb", "h100nvl96gb"),
+    "h200-nvl": ("h200nvl141gb",),
+    "h800": ("h80080gb",),
+    "h20": ("h2096gb",),
+    "mi250": ("mi250x", "mi250xmi250", "mi250gcd"),
 }
 
 

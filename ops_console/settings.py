@@ -177,9 +177,9 @@ HF_TOKEN = env_str("HF_TOKEN", "")
 # Seconds one fetch from the hub may take, all its requests together, before it counts as unreachable.
 HUB_FETCH_TIMEOUT_S = env_int("HUB_FETCH_TIMEOUT_S", 10, minimum=1, maximum=120)
 
-# How often the fleet overview's tiles and counts refresh in the browser.
 # Notifications have no reader to follow: they are written in this language.
 NOTIFICATION_LANGUAGE = env_choice("NOTIFICATION_LANGUAGE", "en", [code for code, _ in LANGUAGES])
+# How often the fleet overview's tiles and counts refresh in the browser.
 OVERVIEW_POLL_S = env_int("OVERVIEW_POLL_S", 10, minimum=1, maximum=3600)
 
 STATIC_URL = "static/"

@@ -134,28 +134,24 @@ def verified_fixes(sizing: Sizing, compute: Callable[[SizingSpec], Sizing]) -> l
     found = _tuned(compute, spec, sizing)
     singles = _changes(sizing)
     for change in singles:
-        if (sized := _starts(compute, change.applied(spec))) is not None:
-            found.append(Verified(change, sized))
-        else:  # not alone: with a shorter context or a larger share of the GPU, perhaps
-            found += [
-                Verified(change + v.change, v.sizing) for v in _tuned_after(compute, change.applied(spec))
-            ]
+        found += _verified(compute, spec, change)
     if not found:
         for pair in _pairs(singles):
-            changed = pair.applied(spec)
-            if (sized := _starts(compute, changed)) is not None:
-                found.append(Verified(pair, sized))
-            else:
-                found += [Verified(pair + v.change, v.sizing) for v in _tuned_after(compute, changed)]
+            found += _verified(compute, spec, pair)
     return sorted(found, key=lambda v: (v.gpus, len(v.change.flags), -v.sizing.capacity.tokens))[:MAX_SHOWN]
 
 
-def _tuned_after(compute: Callable[[SizingSpec], Sizing], spec: SizingSpec) -> list[Verified]:
+def _verified(compute: Callable[[SizingSpec], Sizing], spec: SizingSpec, change: Change) -> list[Verified]:
+    """The change when vLLM starts with it; else the change with the nearest shorter context or
+    share of the GPU that starts it (sized once, then tuned from that sizing)."""
+    changed = change.applied(spec)
     try:
-        sized = compute(spec)
-    except ValueError:
+        sized = compute(changed)
+    except ValueError:  # a change no launch could have (the calculator's SpecError)
         return []
-    return _tuned(compute, spec, sized)
+    if sized.error is None:
+        return [Verified(change, sized)]
+    return [Verified(change + v.change, v.sizing) for v in _tuned(compute, changed, sized)]
 
 
 def _pairs(singles: Iterable[Change]) -> list[Change]:

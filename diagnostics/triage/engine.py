@@ -243,9 +243,17 @@ class _Scan:
         self.exit_codes: list[dict[str, Any]] = []
         self.unwrap: Callable[[bytes], bytes] | None = None  # JSON lines / colour codes to plain lines
 
-    def keep_tail(self, lines: bytes) -> None:
-        tail = self.tail + lines
-        if len(tail) > unsure.TAIL_BYTES:
+    def see_head(self, buf: bytes) -> None:
+        """The log's first 64 KB: what wrote it, and how its lines are unwrapped."""
+        self.head = buf[:65536]
+        self.unwrap = line_formats.unwrapper(self.head)
+
+    def keep_tail(self, buf: bytes, end: int) -> None:
+        """The last TAIL_BYTES read, from a whole line: only buf[:end]'s own last TAIL_BYTES are
+        copied (this runs on every chunk)."""
+        start = max(0, end - unsure.TAIL_BYTES)
+        tail = self.tail + buf[start:end]
+        if start or len(tail) > unsure.TAIL_BYTES:
             tail = tail[-unsure.TAIL_BYTES :]
             tail = tail[tail.find(b"\n") + 1 :]  # from a whole line
         self.tail = tail
@@ -335,8 +343,7 @@ def triage_stream(
             if cut == 0 and len(buf) > MAX_LINE_BYTES:
                 cut = len(buf)  # a line longer than any log line: cut it rather than hold it
             if not scan.head:
-                scan.head = buf[:65536]
-                scan.unwrap = line_formats.unwrapper(scan.head)
+                scan.see_head(buf)
                 found_format = access_format(scan.head)
                 if found_format:
                     access = AccessStats(
@@ -346,9 +353,12 @@ def triage_stream(
                     )
             if access is not None:
                 access.feed(buf[:cut])
-            lines = scan.unwrap(buf[:cut]) if scan.unwrap else buf
-            pending.append(pool.submit(_scan_chunk, scan.matcher, lines, len(lines) if scan.unwrap else cut))
-            scan.keep_tail(lines[: len(lines) if scan.unwrap else cut])
+            lines, end = buf, cut
+            if scan.unwrap:
+                lines = scan.unwrap(buf[:cut])
+                end = len(lines)
+            pending.append(pool.submit(_scan_chunk, scan.matcher, lines, end))
+            scan.keep_tail(lines, end)
             carry = buf[cut:]
             while len(pending) > WORKERS:  # bounded: at most a few chunks in memory
                 line_base = _merge(scan, pending.popleft(), line_base)
@@ -358,10 +368,9 @@ def triage_stream(
             line_base = _merge(scan, pending.popleft(), line_base)
     if carry:
         if not scan.head:
-            scan.head = carry[:65536]
-            scan.unwrap = line_formats.unwrapper(scan.head)
+            scan.see_head(carry)
         lines = scan.unwrap(carry) if scan.unwrap else carry
-        scan.keep_tail(lines)
+        scan.keep_tail(lines, len(lines))
         scan.merge(_scan_chunk(scan.matcher, lines, len(lines)), line_base)
         if access is not None:
             access.feed(carry + b"\n")

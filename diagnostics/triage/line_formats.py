@@ -44,7 +44,7 @@ def _message_of(obj: Any) -> tuple[str, str] | None:
 
 
 def _plain(line: bytes) -> bytes:
-    if not line.startswith(b"{"):
+    if not line.lstrip().startswith(b"{"):  # as is_json_lines reads it
         return line
     try:
         found = _message_of(json.loads(line))
@@ -58,12 +58,8 @@ def _plain(line: bytes) -> bytes:
 
 
 def _json_lines(chunk: bytes) -> bytes:
-    ends_with_newline = chunk.endswith(b"\n")
-    lines = chunk.split(b"\n")
-    if ends_with_newline:
-        lines.pop()
-    out = b"\n".join(_plain(line.rstrip(b"\r")) for line in lines)
-    return out + b"\n" if ends_with_newline else out
+    # A chunk's final newline leaves an empty last piece, which _plain keeps empty.
+    return b"\n".join(_plain(line.rstrip(b"\r")) for line in chunk.split(b"\n"))
 
 
 def _strip_colours(chunk: bytes) -> bytes:

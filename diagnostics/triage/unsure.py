@@ -66,6 +66,11 @@ HINTS: dict[str, tuple[str, ...]] = {
     "client.error": ("400", "401", "403", "bad request", "api key", "unauthorized", "invalid request"),
     "config.model_name": ("model not found", "does not exist", "unknown model"),
     "probe.metrics": ("/metrics", "prometheus", "scrape"),
+    "timeout.tps": ("tokens/s", "tokens per second", "stream", "slow"),
+    "process.engine_dead": ("enginedead", "engine dead", "engine core", "died"),
+    "process.unresponsive": ("health check", "unhealthy", "not responding"),
+    "gpu.thermal": ("thermal", "throttl", "temperature", "overheat"),
+    "gpu.numa": ("numa",),
 }  # fmt: skip
 
 
@@ -77,10 +82,10 @@ class Suspicious:
 
 
 def _weight(text: str) -> int:
-    if _BENIGN.search(text) and not _EXCEPTION.search(text):
-        return 0
     if _EXCEPTION.search(text):
         return 3
+    if _BENIGN.search(text):
+        return 0
     if _LEVEL.search(text):
         return 2
     return 1 if _WORDS.search(text) else 0
@@ -91,7 +96,7 @@ def suspicious_lines(tail: bytes, *, first_line: int) -> list[Suspicious]:
     first line number in the whole log."""
     found = []
     for offset, raw in enumerate(tail.split(b"\n")):
-        text = raw.decode("utf-8", errors="replace").rstrip("\r").strip()
+        text = raw.decode("utf-8", errors="replace").strip()
         if not text:
             continue
         weight = _weight(text)
@@ -111,8 +116,8 @@ def candidates(lines: list[Suspicious]) -> list[dict[str, Any]]:
             hit = [h for h in hints if h in lower]
             if hit:
                 scores[category] += line.weight * len(hit)
-                words.setdefault(category, [])
-                words[category] += [h for h in hit if h not in words[category]]
+                known = words.setdefault(category, [])
+                known += [h for h in hit if h not in known]
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:KEEP_CANDIDATES]
     return [{"category": category, "hints": words[category]} for category, _ in ranked]
 

@@ -15,16 +15,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HTMX_STOP_POLLING
 
 from core.htmx import wants_partial
 from core.roles import Role, role_required
 from diagnostics import host_model_service
-from diagnostics.forms import HostModelForm, SizingForm
+from diagnostics.forms import HostModelForm, sizing_inputs
+from diagnostics.views.sizing_hub import open_sizing
 from fleet.models import AgentRequest
 
 POLL_SECONDS = 1
-HTMX_STOP_POLLING = 286
 CARD = "diagnostics/sizing/_host_fetch.html"
 PAGE = "diagnostics/sizing/host.html"
 
@@ -66,8 +66,7 @@ def answer(request: HttpRequest, request_id: str) -> HttpResponse:
             gettext("%(host)s's agent read %(dir)s: it is in the sizing catalogue as %(key)s.")
             % {"host": asked.host.name, "dir": model_dir or result.spec.name, "key": result.spec.key},
         )
-        url = f"{reverse('diagnostics:sizing')}?{_sizing_query(request.GET, model=result.spec.key)}"
-        return HttpResponseClientRedirect(url) if wants_partial(request) else redirect(url)
+        return open_sizing(request, request.GET, model=result.spec.key)
     if result.waiting:
         url = _answer_url(asked, request.GET, model_dir=model_dir)
         return _card(request, {"asked": asked, "model_dir": model_dir, "poll_url": url})
@@ -93,12 +92,6 @@ def _card(request: HttpRequest, context: dict[str, Any], *, status: int = 200) -
 
 def _answer_url(asked: AgentRequest, data: QueryDict, *, model_dir: str) -> str:
     """Where the request's progress is polled, carrying the page's sizing inputs along."""
-    params = {name: data[name] for name in SizingForm.base_fields if name != "model" and data.get(name)}
+    params = {name: value for name, value in sizing_inputs(data).items() if name != "model"}
     params["model_dir"] = model_dir
     return f"{reverse('diagnostics:sizing-host-answer', args=[asked.request_id])}?{urlencode(params)}"
-
-
-def _sizing_query(data: QueryDict, *, model: str) -> str:
-    params = {name: data[name] for name in SizingForm.base_fields if data.get(name)}
-    params["model"] = model
-    return urlencode(params)

@@ -21,7 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from core.htmx import wants_partial
 from core.roles import Role, role_required
 from diagnostics import hub_service
-from diagnostics.forms import ConfigUploadForm, HubFetchForm, SizingForm
+from diagnostics.forms import ConfigUploadForm, HubFetchForm, SizingForm, sizing_inputs
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import hub
 
@@ -39,20 +39,25 @@ def fetch(request: HttpRequest) -> HttpResponse:
     except hub.HubError as exc:
         return _failed(request, form, exc)
     messages.success(request, _done(spec, fetched=fetched))
-    url = f"{reverse('diagnostics:sizing')}?{_sizing_query(request.POST, model=spec.key)}"
+    return open_sizing(request, request.POST, model=spec.key)
+
+
+def open_sizing(request: HttpRequest, data: QueryDict, *, model: str) -> HttpResponse:
+    """The sizing of `model` with the inputs the page posted along with its card (htmx
+    includes them): a redirect, which htmx follows as a whole page."""
+    url = f"{reverse('diagnostics:sizing')}?{urlencode({**sizing_inputs(data), 'model': model})}"
     return HttpResponseClientRedirect(url) if wants_partial(request) else redirect(url)
 
 
 def page_context(form: SizingForm) -> dict[str, Any]:
     """The sizing page's part: the fetch form, offered for a model named by a Hub id the
     catalogue lacks, and the model chosen (its source and date, when it was fetched)."""
-    typed = str(form.data.get("model", "")).strip()
-    offer = typed if "model" in form.errors and hub.looks_like_id(typed) else ""
+    offer = form.hub_id_offered()
     return {
         "hub_form": HubFetchForm(initial={"hf_id": offer} if offer else None),
         "hub_offer": offer,
         "hub_endpoint": settings.HF_ENDPOINT,
-        "model_spec": form.specs.get(typed),
+        "model_spec": form.specs.get(str(form.data.get("model", "")).strip()),
     }
 
 
@@ -82,10 +87,3 @@ def _done(spec: ModelSpec, *, fetched: bool) -> str:
             % values
         )
     return gettext("%(id)s is in the sizing catalogue already, as %(key)s.") % values
-
-
-def _sizing_query(data: QueryDict, *, model: str) -> str:
-    """The sizing inputs the page posted with the fetch (htmx includes them), for the new model."""
-    params = {name: data[name] for name in SizingForm.base_fields if data.get(name)}
-    params["model"] = model
-    return urlencode(params)

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HTMX_STOP_POLLING
 
 from core.htmx import wants_partial
 from core.i18n import shown
@@ -23,7 +24,6 @@ from diagnostics.triage.access_story import describe
 from diagnostics.triage.engine import TriageInputError
 from diagnostics.triage.shown import shown_result, shown_story, with_code
 
-HTMX_STOP_POLLING = 286
 CLASS_COLOURS = {"2xx": "#1d8a5b", "3xx": "#7f9cc4", "4xx": "#98a2b3", "429": "#d68910", "5xx": "#c0392b"}
 
 

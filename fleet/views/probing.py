@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HTMX_STOP_POLLING
 
 from core.roles import Role, role_required
 from fleet import charts, probe_service
@@ -29,7 +30,6 @@ RANGES = {
     "24h": timedelta(hours=24),
     "7d": timedelta(days=7),
 }
-HTMX_STOP_POLLING = 286
 PROBED_EVENT = "instance-probed"  # the state and the charts reload on it
 QUEUE_GRACE_S = 15  # for a worker to take a requested run up, and to judge and store it
 

@@ -10,6 +10,7 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HTMX_STOP_POLLING
 
 from core.htmx import wants_partial
 from core.i18n import Message, later
@@ -19,8 +20,6 @@ from incidents import words
 from incidents.drills import service
 from incidents.drills.descriptions import described
 from incidents.models import DrillRun
-
-HTMX_STOP_POLLING = 286
 
 
 @require_GET

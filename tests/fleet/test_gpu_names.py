@@ -13,10 +13,8 @@ REAL_NAMES = [
     ("NVIDIA GeForce RTX 5090", "rtx-5090"),  # https://github.com/noonghunna/club-3090/issues/1261
     ("NVIDIA GeForce RTX 3090", "rtx-3090"),  # https://github.com/noonghunna/club-3090/issues/1128
     ("NVIDIA A800-SXM4-80GB", "a800-80gb"),  # https://github.com/dexmal/dexbotic/issues/41
-    (
-        "NVIDIA A100-SXM4-40GB",
-        "a100-40gb",
-    ),  # https://github.com/bottlerocket-os/bottlerocket-core-kit/pull/834
+    # https://github.com/bottlerocket-os/bottlerocket-core-kit/pull/834
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
     ("NVIDIA H100 80GB HBM3", "h100-80gb"),  # https://github.com/wilicc/gpu-burn/issues/114
     ("NVIDIA A800 80GB PCIe", "a800-80gb"),  # https://github.com/vllm-project/vllm/issues/41519
     ("NVIDIA GB10", "gb10"),  # https://github.com/NVIDIA/k8s-device-plugin/issues/1482
@@ -26,14 +24,10 @@ REAL_NAMES = [
     # an old nvidia-smi cuts long names: "A100-SXM..." is the 40 GB or the 80 GB card
     ("NVIDIA A100-SXM...", None),  # https://github.com/nanopool/phoenix-miner/issues/17
     # nvidia-smi -q "Product Name" lines, label and all
-    (
-        "    Product Name                          : NVIDIA H200",
-        "h200-141gb",
-    ),  # https://github.com/NVIDIA/mig-parted/issues/120
-    (
-        "    Product Name                          : NVIDIA GeForce RTX 3090",
-        "rtx-3090",
-    ),  # https://github.com/milvus-io/milvus/issues/7493
+    # https://github.com/NVIDIA/mig-parted/issues/120
+    ("    Product Name                          : NVIDIA H200", "h200-141gb"),
+    # https://github.com/milvus-io/milvus/issues/7493
+    ("    Product Name                          : NVIDIA GeForce RTX 3090", "rtx-3090"),
     ("NVIDIA A100-SXM4-80GB", "a100-80gb"),  # https://github.com/NVIDIA/CUDALibrarySamples/issues/104
     ("NVIDIA RTX A6000", "rtx-a6000"),  # https://github.com/mrirecon/bart/issues/323
     ("NVIDIA L40S", "l40s"),  # https://github.com/isaac-sim/IsaacSim/issues/228
@@ -54,147 +48,60 @@ REAL_NAMES = [
     ("NVIDIA-GB10", "gb10"),  # https://github.com/leptonai/gpud/pull/1170
     # torch.cuda.get_device_name(), as posted with benchmark results
     ("NVIDIA H20", "h20"),  # https://github.com/zzc0721/torch-performance-test-data/issues/77
-    (
-        "NVIDIA GeForce RTX 4090 D",
-        "rtx-4090d",
-    ),  # https://github.com/zzc0721/torch-performance-test-data/issues/20
-    (
-        "NVIDIA GeForce RTX 4090 48G DDR5",
-        None,
-    ),  # https://github.com/zzc0721/torch-performance-test-data/issues/20 (a 48 GB modded board)
-    (
-        "NVIDIA GeForce RTX 4090 D 48G DDR5",
-        None,
-    ),  # https://github.com/zzc0721/torch-performance-test-data/issues/20
+    # https://github.com/zzc0721/torch-performance-test-data/issues/20
+    ("NVIDIA GeForce RTX 4090 D", "rtx-4090d"),
+    # https://github.com/zzc0721/torch-performance-test-data/issues/20 (a 48 GB modded board)
+    ("NVIDIA GeForce RTX 4090 48G DDR5", None),
+    # https://github.com/zzc0721/torch-performance-test-data/issues/20
+    ("NVIDIA GeForce RTX 4090 D 48G DDR5", None),
     ("NVIDIA GeForce RTX 5090 D", None),  # https://github.com/zzc0721/torch-performance-test-data/issues/167
     ("NVIDIA L20", "l20"),  # https://github.com/zzc0721/torch-performance-test-data/issues/107
     ("NVIDIA L4", "l4"),  # https://github.com/zzc0721/torch-performance-test-data/issues/120
     ("NVIDIA A40", "a40"),  # https://github.com/zzc0721/torch-performance-test-data/issues/185
     ("NVIDIA RTX A2000 12GB", None),  # https://github.com/zzc0721/torch-performance-test-data/issues/72
-    (
-        "NVIDIA A100-PCIE-40GB",
-        "a100-40gb",
-    ),  # https://github.com/zzc0721/torch-performance-test-data/issues/108
+    # https://github.com/zzc0721/torch-performance-test-data/issues/108
+    ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
     ("NVIDIA A10G", "a10g"),  # https://github.com/zzc0721/torch-performance-test-data/issues/126
     ("NVIDIA GeForce RTX 3080 20g", None),  # https://github.com/zzc0721/torch-performance-test-data/issues/80
     ("NVIDIA H800 PCIe", "h800"),  # https://github.com/zzc0721/torch-performance-test-data/issues/112
     ("NVIDIA H100 PCIe", "h100-80gb"),  # https://github.com/zzc0721/torch-performance-test-data/issues/95
     # vLLM's collect_env.py and rocminfo / amd-smi on AMD
-    (
-        "AMD Instinct MI300X (gfx942:sramecc+:xnack-)",
-        "mi300x",
-    ),  # https://github.com/vllm-project/vllm/issues/14062
-    (
-        "AMD Instinct MI210 (gfx90a:sramecc+:xnack-)",
-        None,
-    ),  # https://github.com/vllm-project/vllm/issues/16386
+    # https://github.com/vllm-project/vllm/issues/14062
+    ("AMD Instinct MI300X (gfx942:sramecc+:xnack-)", "mi300x"),
+    # https://github.com/vllm-project/vllm/issues/16386
+    ("AMD Instinct MI210 (gfx90a:sramecc+:xnack-)", None),
     ("AMD Instinct MI250X/MI250", "mi250"),  # https://github.com/ROCm/rocm_smi_lib/issues/160
     ("AMD Instinct MI350X", None),  # https://github.com/ROCm/rocm-systems/pull/2987
     ("AMD Instinct MI350 OAM", None),  # https://github.com/ROCm/rocm-systems/pull/2987
     ("AMD Instinct MI308X OAM", None),  # https://github.com/vllm-project/vllm/pull/27623
     ("AMD Radeon Graphics", None),  # https://github.com/vllm-project/vllm/pull/27623
     # vLLM's tuned-kernel file names: the device name with "_" for " "
-    (
-        "NVIDIA_H100_80GB_HBM3",
-        "h100-80gb",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_A100-SXM4-80GB",
-        "a100-80gb",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_A100_80GB_PCIe",
-        "a100-80gb",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_H100_NVL",
-        "h100-nvl",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_H100_PCIe",
-        "h100-80gb",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_H200",
-        "h200-141gb",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_H800",
-        "h800",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_H20",
-        "h20",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_H20-3e",
-        None,
-        # "-3e" is the 141 GB HBM3e H20, not the 96 GB one
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_B200",
-        "b200-180gb",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_B100",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_GB200",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_L40S",
-        "l40s",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_L20",
-        "l20",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_A10",
-        "a10",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_GeForce_RTX_4090",
-        "rtx-4090",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_GeForce_RTX_5090",
-        "rtx-5090",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_GeForce_RTX_2080_Ti",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "NVIDIA_RTX_PRO_6000_Blackwell_Workstation_Edition",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "AMD_Instinct_MI300X",
-        "mi300x",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "AMD_Instinct_MI325X",
-        "mi325x",
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "AMD_Instinct_MI308X",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "AMD_Radeon_R9700",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
-    (
-        "Intel(R)_Arc(TM)_Pro_B60_Graphics",
-        None,
-    ),  # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
+    # https://github.com/vllm-project/vllm/tree/main/vllm/model_executor/layers/fused_moe/configs
+    ("NVIDIA_H100_80GB_HBM3", "h100-80gb"),
+    ("NVIDIA_A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA_A100_80GB_PCIe", "a100-80gb"),
+    ("NVIDIA_H100_NVL", "h100-nvl"),
+    ("NVIDIA_H100_PCIe", "h100-80gb"),
+    ("NVIDIA_H200", "h200-141gb"),
+    ("NVIDIA_H800", "h800"),
+    ("NVIDIA_H20", "h20"),
+    ("NVIDIA_H20-3e", None),  # "-3e" is the 141 GB HBM3e H20, not the 96 GB one
+    ("NVIDIA_B200", "b200-180gb"),
+    ("NVIDIA_B100", None),
+    ("NVIDIA_GB200", None),
+    ("NVIDIA_L40S", "l40s"),
+    ("NVIDIA_L20", "l20"),
+    ("NVIDIA_A10", "a10"),
+    ("NVIDIA_GeForce_RTX_4090", "rtx-4090"),
+    ("NVIDIA_GeForce_RTX_5090", "rtx-5090"),
+    ("NVIDIA_GeForce_RTX_2080_Ti", None),
+    ("NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition", None),
+    ("NVIDIA_RTX_PRO_6000_Blackwell_Workstation_Edition", None),
+    ("AMD_Instinct_MI300X", "mi300x"),
+    ("AMD_Instinct_MI325X", "mi325x"),
+    ("AMD_Instinct_MI308X", None),
+    ("AMD_Radeon_R9700", None),
+    ("Intel(R)_Arc(TM)_Pro_B60_Graphics", None),
 ]
 
 

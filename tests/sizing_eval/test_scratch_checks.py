@@ -2,6 +2,7 @@
 usable as it stands, the evaluation must size all of them, and the errors it reaches are
 guarded so that a change to the estimates cannot quietly make them worse."""
 
+import math
 import re
 
 import pytest
@@ -70,8 +71,9 @@ def test_a_new_thread_goes_to_the_smaller_half_and_a_known_thread_keeps_its_half
 
 
 def test_the_evaluation_sizes_every_case_with_no_measured_term(results):
-    assert set(results) == {case["id"] for case in CASES}
     for case in CASES:
+        sized = results[case["id"]]  # a figure for each case, even one predicted to leave no room
+        assert math.isfinite(sized.available_gib) and sized.tokens >= 0, case["id"]
         m = scratch_eval.scratch_spec(case).measured
         assert (m.weights, m.activation, m.non_torch, m.cuda_graphs) == (None, None, None, None)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.management import call_command
 
-from diagnostics.triage import unsure
+from diagnostics.triage import engine, unsure
 from diagnostics.triage.engine import triage_text
 
 UNKNOWN_FAILURE = """\
@@ -48,11 +48,25 @@ def test_the_heaviest_lines_are_kept_in_line_order():
 
 
 def test_only_the_tail_is_kept_and_its_line_numbers_are_the_files():
-    filler = "INFO all is well\n" * 30_000  # about 510 KB: the tail keeps the last 256 KB
+    # About 510 KB: the tail keeps the last 256 KB, so the first line's error is not among them.
+    filler = "RuntimeError: long before the tail\n" + "INFO all is well\n" * 29_999
     result = triage_text(filler + "PermissionError: [Errno 13] Permission denied: '/models'\n")
     assert result.lines == 30_001
     assert result.unsure["lines"] == [
         {"line": 30_001, "text": "PermissionError: [Errno 13] Permission denied: '/models'"}
+    ]
+
+
+def test_the_tail_is_gathered_across_chunks_with_the_files_line_numbers():
+    # A log longer than one read: the tail holds lines from both sides of the chunk boundary.
+    filler = "INFO all is well\n" * (engine.CHUNK_BYTES // 17 - 100)
+    text = filler + "ValueError: before the boundary\n" + "INFO all is well\n" * 200 + "OSError: after it\n"
+    result = triage_text(text)
+    assert len(filler) < engine.CHUNK_BYTES < len(text)
+    lines = [(line["line"], line["text"]) for line in result.unsure["lines"]]
+    assert lines == [
+        (text.count("\n", 0, text.index("ValueError")) + 1, "ValueError: before the boundary"),
+        (result.lines, "OSError: after it"),
     ]
 
 
