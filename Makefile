@@ -19,7 +19,7 @@ PYTEST_ARGS       ?= --durations=25
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
 
-.PHONY: install run test test-embedded browser tools lint bench eval clean messages
+.PHONY: install run test test-embedded browser tools lint bench eval fuzz clean messages
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed, found " + sys.version.split()[0])'
@@ -111,6 +111,11 @@ bench: install
 eval: install
 	$(PY) -m tests.triage.corpus_eval
 	$(PY) -m tests.sizing_eval.scratch_eval
+
+# The fuzz properties (tests/fuzz) with fresh seeds and 50x the examples `make test` runs.
+fuzz: install
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) HYPOTHESIS_PROFILE=fuzz \
+	  $(PY) -m pytest -m fuzz tests/fuzz $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
