@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 import httpx
-from prometheus_client.parser import parse_labels, text_string_to_metric_families
+from prometheus_client.parser import text_string_to_metric_families
 
 from fleet.probes import metric_names as names
 from fleet.probes.engines import dialect_for
@@ -171,26 +171,94 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+# One label pair of a block and what follows it (a comma, or the block's closing brace),
+# matched from a position: each part can match only one way, so a scan is linear in the
+# line whatever the bytes (prometheus_client's parse_labels loops forever on some
+# malformed blocks, such as one cut at a brace inside a later quoted value).
+_LABEL_PAIR_RE = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*(,|\})')
+_BLOCK_END_RE = re.compile(r"[ \t]*\}")
+_UNESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
+_UNESCAPE_RE = re.compile(r'\\[\\n"]')
+
+
+def _label_block(line: str, start: int) -> tuple[str, int]:
+    """The label block opening at line[start] ("{"), cut down to READ_LABELS, and the
+    position after its closing brace; ValueError when it is not a well-formed block."""
+    labels: dict[str, str] = {}
+    position = start + 1
+    closed = _BLOCK_END_RE.match(line, position)
+    while closed is None:
+        pair = _LABEL_PAIR_RE.match(line, position)
+        if pair is None:
+            raise ValueError(f"malformed labels: {line[:80]!r}")
+        name, value, after = pair.groups()
+        if name in READ_LABELS:
+            labels[name] = _UNESCAPE_RE.sub(lambda m: _UNESCAPES[m.group()], value)
+        position = pair.end()
+        closed = pair if after == "}" else _BLOCK_END_RE.match(line, position)
+    kept = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+    return ("{" + kept + "}" if kept else ""), closed.end()
+
+
 @lru_cache(maxsize=4096)
-def _read_labels(block: str) -> str:
-    """A label block ("engine="0",le="0.1"") cut down to READ_LABELS, with prometheus_client's
-    own label parser (which raises ValueError on a malformed block). Pages of one model
-    repeat their blocks, so the answers are cached."""
-    labels = parse_labels(block)
-    kept = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()) if k in READ_LABELS)
-    return "{" + kept + "}" if kept else ""
+def _short_block(candidate: str) -> str | None:
+    """The cut-down block when `candidate` (up to the line's first "}") is a whole,
+    well-formed block on its own, else None. Pages of one model repeat their blocks, so
+    the answers are cached."""
+    try:
+        kept, after = _label_block(candidate, 0)
+    except ValueError:
+        return None
+    return kept if after == len(candidate) else None
 
 
-def relevant_lines(text: str) -> str:
+def _labels_at(line: str, start: int) -> tuple[str, int]:
+    """_label_block, through the cache when the block ends at the line's first "}" (a "}"
+    inside a quoted value makes the block longer: then the line is scanned)."""
+    first = line.find("}", start)
+    if first != -1:
+        kept = _short_block(line[start : first + 1])
+        if kept is not None:
+            return kept, first + 1
+    return _label_block(line, start)
+
+
+class ExpositionTooLarge(ValueError):
+    """More lines than a page of the engines' metrics ever holds."""
+
+
+class ParseDeadline(TimeoutError):
+    """The parse outlived the probe's deadline (checked as it goes: no input can keep a
+    worker thread busy after its probe has ended)."""
+
+
+# Bounds on one page, far above any engine's: vLLM serving one model writes ~1,500 lines,
+# a dozen LoRA adapters or api-server processes a few times that.
+MAX_LINES = 200_000
+MIN_PARSE_S = 0.5
+_CHECK_EVERY = 2048  # lines between deadline checks
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise ParseDeadline("the metrics page took longer to parse than the probe's deadline allows")
+
+
+def relevant_lines(text: str, *, deadline: float | None = None) -> str:
     """The exposition cut down to the families and labels the console reads (and their
     TYPE lines; HELP texts are not read), before the
     (slow, pure Python) parser sees it: a vLLM page is mostly http_*, process_* and
     histograms the console does not chart. A line that is not Prometheus text at all still
     fails here, so a garbage page stays garbage; kept lines are checked by
-    prometheus_client's parser.
+    prometheus_client's parser. `deadline` (time.monotonic()) is checked as lines go by.
     """
     kept = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    if len(lines) > MAX_LINES:
+        raise ExpositionTooLarge(f"{len(lines)} lines, more than the {MAX_LINES} a metrics page may have")
+    for number, line in enumerate(lines):
+        if number % _CHECK_EVERY == 0:
+            _check_deadline(deadline)
         if not line.strip():
             continue
         if line.startswith("#"):
@@ -205,17 +273,16 @@ def relevant_lines(text: str) -> str:
         if match.group() not in WANTED_SAMPLES:
             continue
         if line[end] == "{":
-            close = line.rfind("}")  # a value or timestamp never holds a brace
-            if close < end:
-                raise ValueError(f"unclosed labels: {line[:80]!r}")
-            line = match.group() + _read_labels(line[end + 1 : close]) + line[close + 1 :]
+            labels, after = _labels_at(line, end)
+            line = match.group() + labels + line[after:]
         kept.append(line)
     return "\n".join(kept) + "\n"
 
 
-def _samples(text: str) -> Samples:
+def _samples(text: str, deadline: float | None = None) -> Samples:
     found: Samples = defaultdict(list)
-    for family in text_string_to_metric_families(relevant_lines(text)):
+    for family in text_string_to_metric_families(relevant_lines(text, deadline=deadline)):
+        _check_deadline(deadline)
         for sample in family.samples:
             if math.isfinite(sample.value):  # NaN is no reading; JSON stores neither NaN nor Inf
                 found[sample.name].append((dict(sample.labels), float(sample.value)))
@@ -246,9 +313,10 @@ def _request_counters(samples: Samples) -> dict[str, float]:
     return dict(found)
 
 
-def parse_exposition(text: str, *, engine: str, timestamp: float) -> Scrape:
-    """A Scrape from Prometheus text; ValueError when the text does not parse."""
-    samples = _samples(text)
+def parse_exposition(text: str, *, engine: str, timestamp: float, deadline: float | None = None) -> Scrape:
+    """A Scrape from Prometheus text; ValueError when the text does not parse (or has more
+    than MAX_LINES lines), ParseDeadline when `deadline` (time.monotonic()) passes first."""
+    samples = _samples(text, deadline)
     gauges, counters, histograms, sources = {}, _request_counters(samples), {}, {}
     for mapping in names.GAUGES + names.COUNTERS:
         picked = _pick(mapping, samples)
@@ -287,8 +355,15 @@ async def scrape_metrics(
     if not fetch.ok:
         return ScrapeResult(outcome=fetch.outcome, error=fetch.error_text, **base)
     text = fetch.body.decode("utf-8", errors="replace")
+    # The parse gets what is left of the probe's deadline (at least MIN_PARSE_S), and checks
+    # it as it goes: a page no parse can finish in time is unreadable, not a stuck thread.
+    deadline = time.monotonic() + max(limits.total_deadline_s - fetch.elapsed_s, MIN_PARSE_S)
     try:
-        scrape = await asyncio.to_thread(parse_exposition, text, engine=target.engine, timestamp=time.time())
+        scrape = await asyncio.to_thread(
+            parse_exposition, text, engine=target.engine, timestamp=time.time(), deadline=deadline
+        )
+    except ExpositionTooLarge as exc:
+        return ScrapeResult(outcome=Outcome.TOO_LARGE, error=str(exc), **base)
     except Exception as exc:  # the parser raises ValueError (and worse) on bad text
         return ScrapeResult(
             outcome=Outcome.GARBAGE, error=f"not Prometheus text: {describe_exception(exc)}", **base

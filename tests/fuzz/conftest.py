@@ -8,10 +8,11 @@ chance and fail someone else's change); `make fuzz` runs the long one with fresh
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.hang import HANG_S, ends  # noqa: F401  (the properties' hang bound, for `from tests.fuzz.conftest import ends`)
 
 settings.register_profile(
     "ci",
@@ -28,31 +29,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-# Far above any honest parse of the bounded inputs here: a call still running after this
-# is a hang (an endless loop), not a slow parse. Speed itself is measured in `make bench`.
-HANG_S = 10.0
-
-
-def ends(call, *args, **kwargs):
-    """Run call(*args, **kwargs) in a thread; fail the test when it has not ended after
-    HANG_S seconds. Returns what it returned, re-raises what it raised."""
-    result: dict = {}
-
-    def run() -> None:
-        try:
-            result["value"] = call(*args, **kwargs)
-        except BaseException as exc:  # handed back to the test
-            result["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HANG_S)
-    if thread.is_alive():
-        pytest.fail(f"{getattr(call, '__name__', call)} did not end within {HANG_S} s: a hang", pytrace=False)
-    if "error" in result:
-        raise result["error"]
-    return result.get("value")
 
 
 def pytest_collection_modifyitems(items):

@@ -1,3 +1,4 @@
+import asyncio
 import json
 import time
 
@@ -5,6 +6,7 @@ import pytest
 
 from fleet.probes.outcomes import Outcome
 from fleet.probes.scrape import Scrape, derive, parse_exposition, scrape_metrics
+from tests.hang import HANG_S, ends
 from tests.probes.engines import FAST, SLACK_S, make_target
 from tests.probes.servers import app, huge, respond, serve
 
@@ -357,8 +359,51 @@ def test_a_malformed_label_block_makes_the_page_garbage():
 
     with pytest.raises(ValueError):
         relevant_lines('vllm:num_requests_running{engine="0",model_name=m} 3.0\n')
-    with pytest.raises(ValueError, match="unclosed labels"):
+    with pytest.raises(ValueError, match="malformed labels"):
         relevant_lines('vllm:num_requests_running{engine="0" 3.0\n')
+
+
+# A bucket line whose value carries a stray quote and brace: cut at its last "}", the label
+# block handed to prometheus_client's parse_labels made it loop forever.
+STRAY_BRACE = 'vllm:e2e_request_latency_seconds_bucket{le="0.332526"} 0.498789"}\n'
+
+
+def test_a_label_block_is_cut_at_its_own_closing_brace_not_the_last_one_on_the_line():
+    from fleet.probes.scrape import relevant_lines
+
+    assert ends(relevant_lines, 'vllm:e2e_request_latency_seconds_bucket{le="0.3"} 0.4 "}"\n') == (
+        'vllm:e2e_request_latency_seconds_bucket{le="0.3"} 0.4 "}"\n'
+    )  # the parser then refuses the value: see the next test
+    assert ends(relevant_lines, 'vllm:num_requests_running{model_name="a}b",le="1"} 2\n') == (
+        'vllm:num_requests_running{le="1"} 2\n'
+    )
+
+
+@pytest.mark.anyio
+async def test_a_bucket_line_with_a_stray_brace_is_garbage_not_a_hang(http_client):
+    async with serve(_metrics(V0_11 + STRAY_BRACE)) as url:
+        result = await asyncio.wait_for(
+            scrape_metrics(client=http_client, target=make_target(url), limits=FAST), HANG_S
+        )
+    assert result.outcome == Outcome.GARBAGE
+    assert "0.498789" in result.error
+
+
+def test_a_parse_that_outlives_its_deadline_stops_with_parse_deadline():
+    from fleet.probes.scrape import ParseDeadline
+
+    with pytest.raises(ParseDeadline):
+        parse_exposition(V0_11, engine="vllm", timestamp=0.0, deadline=time.monotonic() - 1)
+
+
+@pytest.mark.anyio
+async def test_a_page_of_more_lines_than_any_engine_writes_is_too_large(http_client):
+    from fleet.probes.scrape import MAX_LINES
+
+    async with serve(_metrics("\n" * (MAX_LINES + 1))) as url:  # 200 KB: under the byte limit
+        result = await scrape_metrics(client=http_client, target=make_target(url), limits=FAST)
+    assert result.outcome == Outcome.TOO_LARGE
+    assert str(MAX_LINES) in result.error
 
 
 def test_a_line_that_is_not_prometheus_text_still_makes_the_page_garbage():
