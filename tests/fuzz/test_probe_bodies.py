@@ -16,6 +16,7 @@ from fleet.probes.outcomes import GarbageResponse
 from fleet.probes.readiness import _parse
 from fleet.probes.scrape import parse_exposition
 from fleet.probes.streaming import _decode
+from tests.fleet.test_dcgm import EXPORTER_TEXT
 from tests.hang import ends
 from tests.probes.test_scrape import V0_7, V0_11
 
@@ -115,3 +116,17 @@ def test_readiness_answers_read_or_are_garbage_and_error_bodies_give_a_short_mes
             if route.read is not None:
                 ends(_parse, route.path, _Answer(body), route.read)
     assert len(ends(error_message, body)) <= 300
+
+
+def _read_dcgm(text: str) -> None:
+    from fleet.nvml.base import NvmlError
+    from fleet.nvml.dcgm import reading_from_dcgm
+
+    with contextlib.suppress(NvmlError):
+        reading_from_dcgm(text)
+
+
+@settings(max_examples=max(200, settings().max_examples))
+@given(mutated(pages=[EXPORTER_TEXT]))
+def test_a_mutated_dcgm_exporter_page_reads_or_is_refused_clearly(text):
+    ends(_read_dcgm, text)
