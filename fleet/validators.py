@@ -42,6 +42,17 @@ validate_pci_bus_id = RegexValidator(
 validate_http_url = URLValidator(schemes=["http", "https"], message=_("Enter an http:// or https:// URL."))
 
 
+def validate_probe_target(value: str) -> None:
+    """A URL the probes may fetch (fleet.target_policy): not the metadata service, a
+    link-local address or the console itself, and without credentials. The name is
+    resolved briefly here; the worker checks again at every connection."""
+    from fleet.target_policy import refusal
+
+    refused = refusal(value, resolve=True)
+    if refused is not None:
+        raise ValidationError(refused.translated(), code="refused_target")
+
+
 def validate_address(value: str) -> None:
     """An address is an IPv4/IPv6 literal or a DNS host name (no scheme, no port)."""
     candidate = value.strip()

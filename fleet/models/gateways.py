@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from fleet.models.instances import Instance
-from fleet.validators import validate_http_url, validate_name
+from fleet.validators import validate_http_url, validate_name, validate_probe_target
 
 
 class GatewayKind(models.TextChoices):
@@ -29,7 +29,7 @@ class Gateway(models.Model):
     url = models.CharField(
         _("URL"),
         max_length=300,
-        validators=[validate_http_url],
+        validators=[validate_http_url, validate_probe_target],
         help_text=_("The URL clients call, like https://llm.example.com."),
     )
     instances = models.ManyToManyField(Instance, blank=True, related_name="gateways")

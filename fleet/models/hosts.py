@@ -15,6 +15,7 @@ from fleet.validators import (
     validate_http_url,
     validate_name,
     validate_pci_bus_id,
+    validate_probe_target,
 )
 
 
@@ -84,7 +85,7 @@ class GpuHost(models.Model):
         _("dcgm-exporter URL"),
         max_length=300,
         blank=True,
-        validators=[validate_http_url],
+        validators=[validate_http_url, validate_probe_target],
         help_text=_("The host's dcgm-exporter metrics, for example http://10.0.0.5:9400/metrics."),
     )
     notes = models.TextField(blank=True)

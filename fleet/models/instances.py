@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.i18n import Message, later
 from fleet.models.hosts import Gpu, GpuHost
-from fleet.validators import validate_env_var_name, validate_http_url, validate_name
+from fleet.validators import validate_env_var_name, validate_http_url, validate_name, validate_probe_target
 
 
 class Engine(models.TextChoices):
@@ -95,7 +95,7 @@ class Instance(models.Model):
     base_url = models.CharField(
         _("base URL"),
         max_length=300,
-        validators=[validate_http_url],
+        validators=[validate_http_url, validate_probe_target],
         help_text=_("Where the engine listens, like http://10.0.0.5:8000."),
     )
     served_model_name = models.CharField(max_length=200)

@@ -47,6 +47,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fleet.nvml.base import GpuState, NvmlError, NvmlReading
 from fleet.nvml.pynvml_backend import cuda_version_text, throttle_reasons_from_mask
+from fleet.probes.guarded_network import guarded
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_MESSAGE = 200  # characters of an XID's err_msg kept
@@ -320,7 +321,7 @@ class DcgmExporterBackend:
     def _fetch(self) -> bytes:
         deadline = time.monotonic() + self.timeout
         with (
-            httpx.Client(timeout=self.timeout, trust_env=False) as client,
+            guarded(httpx.Client(timeout=self.timeout, trust_env=False)) as client,
             client.stream("GET", self.url, headers={"Accept": "text/plain"}) as response,
         ):
             if response.status_code != 200:

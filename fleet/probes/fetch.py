@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from fleet.probes.error_bodies import error_message
+from fleet.probes.guarded_network import guarded
 from fleet.probes.outcomes import BodyTooLarge, Outcome, describe_exception, outcome_for_exception
 from fleet.probes.target import ProbeLimits
 
@@ -48,21 +49,22 @@ def make_instance_client(*, limits: ProbeLimits) -> httpx.AsyncClient:
     pool scans all its connections for every request, so one pool shared by hundreds of
     instances costs more than the requests themselves."""
     pool = httpx.Limits(max_connections=6, max_keepalive_connections=6, keepalive_expiry=5.0)
-    return httpx.AsyncClient(
-        timeout=httpx_timeout(limits), limits=pool, trust_env=False, verify=_tls_context()
+    return guarded(
+        httpx.AsyncClient(timeout=httpx_timeout(limits), limits=pool, trust_env=False, verify=_tls_context())
     )
 
 
 def make_probe_client(*, limits: ProbeLimits, concurrency: int = 100) -> httpx.AsyncClient:
     """The shared client for a probe sweep. One instance probe makes up to six requests at
     once, so the pool allows six connections per concurrent probe. Proxies from the
-    environment are ignored: probes go straight to the inventory's addresses."""
+    environment are ignored: probes go straight to the inventory's addresses, through the
+    target policy's check (fleet.probes.guarded_network)."""
     pool = httpx.Limits(
         max_connections=max(6, concurrency * 6),
         max_keepalive_connections=max(1, concurrency),
         keepalive_expiry=5.0,
     )
-    return httpx.AsyncClient(timeout=httpx_timeout(limits), limits=pool, trust_env=False)
+    return guarded(httpx.AsyncClient(timeout=httpx_timeout(limits), limits=pool, trust_env=False))
 
 
 @dataclass
