@@ -19,7 +19,7 @@ PYTEST_ARGS       ?= --durations=25
 # Persistent connections would outlive the live-server threads of the browser test.
 export DB_CONN_MAX_AGE = 0
 
-.PHONY: install run test test-embedded browser tools lint bench eval fuzz clean messages
+.PHONY: install run test test-embedded browser tools lint bench eval fuzz audit clean messages
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed, found " + sys.version.split()[0])'
@@ -116,6 +116,12 @@ eval: install
 fuzz: install
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) HYPOTHESIS_PROFILE=fuzz \
 	  $(PY) -m pytest -m fuzz tests/fuzz $(PYTEST_ARGS)
+
+# The pinned dependencies against known vulnerabilities: fetch the advisory database from PyPI
+# when it can be reached (else keep the cached copy in var/advisories/), then check offline.
+audit: install
+	$(PY) -m tools.advisory_fetch
+	$(PY) -m tools.dependency_audit
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
