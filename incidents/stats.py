@@ -24,6 +24,7 @@ from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from core.spreadsheet_cells import formula_safe
 from core.taxonomy import CATEGORIES, family, label
 from fleet.models import GpuHost, Instance
 from incidents.models import CATEGORY_CHOICES, Incident, Severity, Source, Status
@@ -381,15 +382,12 @@ def csv_row(record: IncidentRecord) -> list[str | int]:
     def minutes(value: timedelta | None) -> str:
         return "" if value is None else f"{value.total_seconds() / 60:.1f}"
 
-    r = record
+    # Every text cell people or alerts wrote, or may have, is one a spreadsheet shows as
+    # typed (formula_safe); the id and the minutes are the console's own figures.
+    r, f = record, formula_safe
     return [
-        r.id, _cell(r.title), r.category, r.family, r.severity, r.status, moment(r.started_at),
+        r.id, f(r.title), f(r.category), f(r.family), f(r.severity), f(r.status), moment(r.started_at),
         moment(r.detected_at), moment(r.acknowledged_at), moment(r.resolved_at),
         minutes(r.time_to_acknowledge), minutes(r.time_to_resolve),
-        ";".join(r.hosts), ";".join(r.instances), _cell(";".join(r.models)),
+        f(";".join(r.hosts)), f(";".join(r.instances)), f(";".join(r.models)),
     ]  # fmt: skip
-
-
-def _cell(text: str) -> str:
-    """Free text that a spreadsheet would run as a formula is prefixed with a quote."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

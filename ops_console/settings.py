@@ -46,6 +46,11 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 PORT = env_int("PORT", 8000, minimum=1, maximum=65535)
+# Where probes may not go (fleet/target_policy.py; docs/probe-targets.md): networks refused
+# besides the metadata service, link-local addresses and the console itself, and, when
+# set, the only networks probes may reach. Comma-separated addresses or CIDRs.
+PROBE_DENY_NETWORKS = env_list("PROBE_DENY_NETWORKS", [])
+PROBE_ALLOW_NETWORKS = env_list("PROBE_ALLOW_NETWORKS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -104,6 +109,13 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'console.sqlite3'}")
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+if DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis")):
+    # libpq waits forever for a server that accepts and never answers; a connect_timeout in
+    # DATABASE_URL (?connect_timeout=N) wins. No statement timeout here: migrations and the
+    # review's queries may rightly run long (/healthz bounds its own queries).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5, minimum=2, maximum=300)
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and IMMEDIATE transactions let the web server, worker and beat share one file.
     DATABASES["default"]["CONN_MAX_AGE"] = 0

@@ -331,9 +331,12 @@ def test_a_family_matches_its_categories_and_other_matches_other():
 
 
 def test_a_title_a_spreadsheet_would_run_as_a_formula_is_quoted_in_the_csv():
-    from incidents.stats import _cell
-
-    assert _cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and _cell("KV full") == "KV full"
+    record = IncidentRecord(
+        id=7, title="=HYPERLINK(1)", category="oom.kv_pressure", **_times(0, 7, 45), models=("@SUM(A1)",)
+    )
+    row = dict(zip(stats.CSV_COLUMNS, stats.csv_row(record), strict=True))
+    assert (row["title"], row["models"]) == ("'=HYPERLINK(1)", "'@SUM(A1)")
+    assert row["category"] == "oom.kv_pressure" and row["tta_minutes"] == "7.0"
 
 
 # Drills and real acknowledgements ---------------------------------------------------------------
