@@ -1,12 +1,16 @@
 """Alerts from Alertmanager's webhook (payload version 4) into incidents.
 
-The payload is checked at the boundary by alertmanager_payload.parse(). receive() keeps each
-alert by fingerprint (written in bulk, so a burst of a thousand alerts costs a few
-statements) and moves incidents on through
-lifecycle: an alert that starts firing opens or joins the incident for its fault, an alert
-that resolves mitigates it. An alert on an inventory instance uses the console's own key for
-that instance and category, so a Prometheus alert joins the incident an alert rule opened
-for the same fault instead of opening a second one."""
+The payload is checked at the boundary by alertmanager_payload.parse() and kept whole by
+alert_deliveries; a worker hands it to receive(). receive() keeps each alert by fingerprint
+(written in bulk, so a burst of a thousand alerts costs a few statements) and moves
+incidents on through lifecycle: an alert that starts firing opens or joins the incident for
+its fault, an alert that resolves mitigates it.
+
+Which incident an alert belongs to: an alert on an inventory instance uses the console's own
+key for that instance and category, so a Prometheus alert joins the incident an alert rule
+opened for the same fault instead of opening a second one. Any other alert belongs to its
+notification group (the payload's groupKey), as Alertmanager groups it: one incident per
+group and category, not one per alert."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import transaction
+from django.db.models import F
 
 from core.alert_set import by_alertname
 from core.i18n import Message, later
@@ -101,11 +106,15 @@ def _addresses(base_url: str) -> list[str]:
     return [f"{host}:{port}"] + ([] if parts.port else [host])
 
 
-def key_for(*, labels: dict[str, str], category: str, instance: Instance | None) -> str:
-    """The incident key: the console's own for an inventory instance, else "am:" with the
-    alertname and the labels that identify the fault (hashed when they would not fit)."""
+def key_for(*, labels: dict[str, str], category: str, instance: Instance | None, group_key: str = "") -> str:
+    """The incident key: the console's own for an inventory instance; else the notification
+    group's, "am:group:" with a hash of the groupKey (any length fits) and the category; else,
+    from a sender that names no group, "am:" with the alertname and the labels that identify
+    the fault (hashed when they would not fit)."""
     if instance is not None:
         return lifecycle.dedup_key(instance=instance, category=category)
+    if group_key:
+        return f"am:group:{hashlib.sha256(group_key.encode()).hexdigest()[:40]}:{category}"
     alertname = labels.get("alertname", "")
     identity = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in DESCRIPTIVE_LABELS)
     key = f"am:{alertname}:{identity}" if identity else f"am:{alertname}"
@@ -129,18 +138,23 @@ class _Fault:
 
 def receive(*, webhook: WebhookSpec, at: datetime) -> Outcome:
     """Store every alert of the payload (upserted by fingerprint) and move incidents on, in
-    one transaction: a payload is taken whole or not at all, and Alertmanager retries what
-    failed. Only alerts that changed state move incidents, because Alertmanager resends a
-    group's firing alerts with every notification."""
+    one transaction: a payload is taken whole or not at all. `at` is when the payload
+    arrived. Only alerts that changed state move incidents, because Alertmanager resends a
+    group's firing alerts with every notification. An alert stored from a payload that
+    arrived later is only counted: it stays as that one said (payloads may be processed out
+    of order)."""
     alerts = {a.fingerprint: a for a in webhook.alerts}  # the last of a duplicated fingerprint wins
     outcome = Outcome(received=len(webhook.alerts))
     inventory = Inventory.load()
     with transaction.atomic():
-        previous = _lock_previous(sorted(alerts))
-        outcome.new = len(alerts) - len(previous)
+        previous = _lock_rows(sorted(alerts), at=at)
+        outdated = {fp for fp in alerts if _outdated(previous.get(fp), at)}
+        ReceivedAlert.objects.filter(fingerprint__in=outdated).update(times_received=F("times_received") + 1)
+        alerts = {fp: a for fp, a in alerts.items() if fp not in outdated}
+        outcome.new = sum(1 for fp in alerts if fp not in previous)
         rows = _upsert(alerts, previous, receiver=webhook.receiver, at=at)
         links: dict[str, Incident] = {}
-        for fault in _faults(alerts, previous, inventory):
+        for fault in _faults(alerts, previous, inventory, group_key=webhook.group_key):
             _move_incident(fault, webhook, at, outcome, links)
         linked = [row for row in rows if row.fingerprint in links]
         for row in linked:
@@ -154,21 +168,39 @@ class _Previous:
     status: str
     times_received: int
     incident_id: int | None
+    last_received: datetime
+
+
+def _lock_rows(fingerprints: list[str], *, at: datetime) -> dict[str, _Previous]:
+    """The stored alerts among `fingerprints`, locked. Missing ones are first inserted as
+    placeholders (times_received 0, filled in by _upsert before the commit), so a fingerprint
+    that two payloads bring at once is locked by one and waited for by the other, which then
+    counts it once more instead of overwriting it as new."""
+    placeholders = [
+        ReceivedAlert(fingerprint=fp, status="", first_received=at, last_received=at, times_received=0)
+        for fp in fingerprints
+    ]
+    ReceivedAlert.objects.bulk_create(placeholders, batch_size=BATCH_SIZE, ignore_conflicts=True)
+    return {fp: before for fp, before in _lock_previous(fingerprints).items() if before.times_received}
 
 
 def _lock_previous(fingerprints: list[str]) -> dict[str, _Previous]:
-    """The stored alerts among `fingerprints`, locked in fingerprint order (so concurrent
-    payloads take their locks in one order and do not deadlock)."""
+    """The rows of `fingerprints`, locked in fingerprint order (so concurrent payloads take
+    their locks in one order and do not deadlock)."""
     found = {}
     for start in range(0, len(fingerprints), BATCH_SIZE):
         rows = (
             ReceivedAlert.objects.select_for_update()
             .filter(fingerprint__in=fingerprints[start : start + BATCH_SIZE])
             .order_by("fingerprint")
-            .values_list("fingerprint", "status", "times_received", "incident_id")
+            .values_list("fingerprint", "status", "times_received", "incident_id", "last_received")
         )
         found.update({fp: _Previous(*rest) for fp, *rest in rows})
     return found
+
+
+def _outdated(before: _Previous | None, at: datetime) -> bool:
+    return before is not None and before.last_received > at
 
 
 UPSERT_FIELDS = [
@@ -200,7 +232,7 @@ def _upsert(
                 incident_id=before.incident_id if before else None,
             )
         )
-    # A fingerprint first seen by two payloads at once: the later insert updates the earlier.
+    # Every row exists by now (stored before, or a placeholder of _lock_rows): each is updated.
     return ReceivedAlert.objects.bulk_create(
         rows,
         batch_size=BATCH_SIZE,
@@ -211,7 +243,7 @@ def _upsert(
 
 
 def _faults(
-    alerts: dict[str, AlertSpec], previous: dict[str, _Previous], inventory: Inventory
+    alerts: dict[str, AlertSpec], previous: dict[str, _Previous], inventory: Inventory, *, group_key: str
 ) -> list[_Fault]:
     """The alerts that changed state, grouped by incident key, in key order. A firing alert
     not yet on an incident (new, or silenced before) counts as changed."""
@@ -221,7 +253,7 @@ def _faults(
             continue
         instance = inventory.instance_for(alert.labels)
         category = category_for(labels=alert.labels)
-        key = key_for(labels=alert.labels, category=category, instance=instance)
+        key = key_for(labels=alert.labels, category=category, instance=instance, group_key=group_key)
         faults.setdefault(key, _Fault(key, category, instance)).alerts.append(alert)
     return [faults[key] for key in sorted(faults)]
 
@@ -251,12 +283,10 @@ def _move_incident(
 def _fire(
     fault: _Fault, firing: list[AlertSpec], webhook: WebhookSpec, at: datetime
 ) -> tuple[Incident, bool]:
-    first = firing[0]
-    where = fault.instance.name if fault.instance else first.labels.get("instance", "")
     severities = [severity_for(labels=a.labels) for a in firing]
     return lifecycle.open_or_join(
         key=fault.key,
-        title=_title(first.alertname, where),
+        title=_title(*_named(fault, firing, webhook)),
         category=fault.category,
         severity=max(severities, key=SEVERITY_ORDER.index),
         source=Source.ALERTMANAGER,
@@ -266,6 +296,21 @@ def _fire(
         instances=[fault.instance] if fault.instance else [],
         data=_data(firing, webhook),
     )
+
+
+def _named(fault: _Fault, firing: list[AlertSpec], webhook: WebhookSpec) -> tuple[str, str]:
+    """The alertname and the place a title names: on an inventory instance, the first alert's
+    name and the instance; for a group, what its alerts share, else what the group's labels
+    (what Alertmanager grouped them by) say, else nothing."""
+    if fault.instance is not None:
+        return firing[0].alertname, fault.instance.name
+    labels = webhook.group_labels
+    return _shared(firing, "alertname", labels), _shared(firing, "instance", labels)
+
+
+def _shared(alerts: list[AlertSpec], label: str, group_labels: dict[str, str]) -> str:
+    values = {a.labels.get(label, "") for a in alerts}
+    return values.pop() if len(values) == 1 else group_labels.get(label, "")
 
 
 def _clear(fault: _Fault, webhook: WebhookSpec, at: datetime) -> Incident | None:

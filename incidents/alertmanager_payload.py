@@ -1,12 +1,16 @@
 """Alertmanager's webhook payload (version 4) checked at the boundary: parse() returns a typed
-spec or raises PayloadError naming the field at fault, like alerts[3].startsAt."""
+spec or raises PayloadError naming the field at fault, like alerts[3].startsAt.
+
+What parse() accepts can be stored on either database: text without NUL characters or lone
+surrogates (PostgreSQL refuses the one, both refuse the other) and timestamps that convert to
+UTC. A payload the console took but could never store would be retried for ever."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
@@ -44,6 +48,7 @@ class WebhookSpec:
     truncated_alerts: int
     external_url: str
     alerts: tuple[AlertSpec, ...]
+    group_labels: dict[str, str] = field(default_factory=dict)
 
 
 def parse(*, body: bytes) -> WebhookSpec:
@@ -60,7 +65,8 @@ def parse(*, body: bytes) -> WebhookSpec:
     alerts = data.get("alerts")
     if not isinstance(alerts, list):
         raise PayloadError("alerts", "must be a list of alerts")
-    for name in ("groupLabels", "commonLabels", "commonAnnotations"):
+    group_labels = _string_map(data.get("groupLabels", {}), "groupLabels")
+    for name in ("commonLabels", "commonAnnotations"):
         _string_map(data.get(name, {}), name)
     truncated = data.get("truncatedAlerts", 0)
     if not isinstance(truncated, int) or isinstance(truncated, bool) or truncated < 0:
@@ -72,6 +78,7 @@ def parse(*, body: bytes) -> WebhookSpec:
         truncated_alerts=truncated,
         external_url=_string(data, "externalURL", "externalURL"),
         alerts=tuple(_alert(item, f"alerts[{i}]") for i, item in enumerate(alerts)),
+        group_labels=group_labels,
     )
 
 
@@ -87,6 +94,7 @@ def _alert(item: Any, where: str) -> AlertSpec:
     fingerprint = item.get("fingerprint") or fingerprint_of(labels)
     if not isinstance(fingerprint, str) or len(fingerprint) > 64:
         raise PayloadError(f"{where}.fingerprint", "must be a string of at most 64 characters")
+    _storable(fingerprint, f"{where}.fingerprint")
     if "startsAt" not in item:
         raise PayloadError(f"{where}.startsAt", "is missing")
     return AlertSpec(
@@ -104,7 +112,7 @@ def _string(data: dict, key: str, where: str) -> str:
     value = data.get(key, "")
     if not isinstance(value, str):
         raise PayloadError(where, "must be a string")
-    return value
+    return _storable(value, where)
 
 
 def _string_map(value: Any, where: str) -> dict[str, str]:
@@ -113,7 +121,19 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
     for key, item in value.items():
         if not isinstance(item, str):
             raise PayloadError(f"{where}.{key}", "must be a string")
+        _storable(key, f"{where}.{key}")
+        _storable(item, f"{where}.{key}")
     return value
+
+
+def _storable(text: str, where: str) -> str:
+    if "\x00" in text:
+        raise PayloadError(where, "must not contain NUL characters (\\u0000)")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise PayloadError(where, "must not contain lone surrogates (like \\ud800)") from None
+    return text
 
 
 def _timestamp(value: Any, where: str) -> datetime | None:
@@ -128,7 +148,12 @@ def _timestamp(value: Any, where: str) -> datetime | None:
         raise PayloadError(where, f"must be an RFC 3339 timestamp, not {_shown(value)}") from None
     if at.tzinfo is None:
         raise PayloadError(where, f"must carry a time zone offset: {_shown(value)}")
-    return None if at.year == 1 else at
+    if at.year == 1:
+        return None
+    try:
+        return at.astimezone(UTC)
+    except OverflowError:
+        raise PayloadError(where, f"is out of range in UTC: {_shown(value)}") from None
 
 
 def _shown(value: Any) -> str:

@@ -250,6 +250,46 @@ class ReceivedAlert(models.Model):
         return f"{self.alertname} ({self.status})"
 
 
+class AlertDeliveryQuerySet(models.QuerySet["AlertDelivery"]):
+    def unprocessed(self) -> AlertDeliveryQuerySet:
+        """In arrival order: a later notification of a group must not be undone by an earlier one."""
+        return self.filter(processed_at__isnull=True).order_by("received_at", "pk")
+
+
+class AlertDelivery(models.Model):
+    """One webhook payload from Alertmanager, kept whole in one write before the receiver
+    answers; a worker then turns it into received alerts and incidents
+    (incidents.alert_deliveries). The bytes are kept as they came, so a payload the worker
+    could not process yet is processed again later, never lost."""
+
+    body = models.BinaryField()
+    group_key = models.TextField(blank=True)
+    alert_count = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    outcome = models.JSONField(default=dict, blank=True)
+
+    objects = AlertDeliveryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("alert delivery")
+        verbose_name_plural = _("alert deliveries")
+        ordering = ["-received_at", "-pk"]
+        indexes = [
+            models.Index(
+                fields=["received_at"],
+                condition=Q(processed_at__isnull=True),
+                name="incidents_delivery_unprocessed",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alert_count} alert(s) received {self.received_at:%Y-%m-%d %H:%M:%S}"
+
+
 class MaintenanceWindowQuerySet(models.QuerySet["MaintenanceWindow"]):
     def covering(self, *, instance: Instance, at: datetime) -> list[MaintenanceWindow]:
         candidates = self.filter(Q(instance=instance) | Q(host_id=instance.host_id))

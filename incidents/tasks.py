@@ -33,3 +33,29 @@ def run_drill(*, run_id: int) -> None:
     from incidents.drills import service
 
     service.run_stored(run_id=run_id)
+
+
+@shared_task(
+    name="incidents.process_alert_delivery",
+    ignore_result=True,
+    bind=True,
+    max_retries=3,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def process_alert_delivery(self, *, delivery_id: int) -> None:
+    """Turn a stored Alertmanager payload into alerts and incidents, with any others waiting;
+    retried a few times (5 s, then twice as long each time) when it fails, after which the
+    sweep takes it."""
+    from incidents import alert_deliveries
+
+    if alert_deliveries.process_waiting(delivery_id=delivery_id) == alert_deliveries.Result.FAILED:
+        raise self.retry(countdown=5 * 2**self.request.retries)
+
+
+@shared_task(name="incidents.sweep_alert_deliveries", ignore_result=True, soft_time_limit=240, time_limit=300)
+def sweep_alert_deliveries() -> None:
+    """Process the Alertmanager payloads left unprocessed, oldest first; beat sends it every minute."""
+    from incidents import alert_deliveries
+
+    alert_deliveries.sweep()

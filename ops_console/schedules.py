@@ -69,6 +69,14 @@ SCHEDULES: tuple[Schedule, ...] = (
         "incident for the instance and cause, clearing mitigates it.",
     ),
     Schedule(
+        name="sweep alert deliveries",
+        task="incidents.sweep_alert_deliveries",
+        every_seconds=60,
+        description="Processes the Alertmanager payloads still unprocessed half a minute after they "
+        "arrived (the broker was away, a worker stopped, processing failed), oldest first, and prunes "
+        "processed ones after a week.",
+    ),
+    Schedule(
         name="capacity check",
         task="diagnostics.capacity_check",
         every_seconds=300,

@@ -1,5 +1,6 @@
 """Alertmanager's webhook receiver: a machine endpoint, so a bearer token instead of a session
-and no CSRF check."""
+and no CSRF check. It checks the payload, stores it in one write and answers at once; a
+worker processes it (incidents.alert_deliveries)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from incidents import alertmanager, alertmanager_payload
+from incidents import alert_deliveries, alertmanager_payload
 
 NOT_CONFIGURED = (
     "The Alertmanager receiver is not configured: set ALERTMANAGER_TOKEN in the console's environment "
     "and give Alertmanager the same token, in the webhook receiver's "
     "http_config: {authorization: {type: Bearer, credentials: <token>}}."
 )
+BUSY = "The database is busy; the alerts were not stored. Send them again."
+RETRY_AFTER_S = 5
 
 
 @csrf_exempt
@@ -34,8 +37,13 @@ def receive(request: HttpRequest) -> JsonResponse:
         webhook = alertmanager_payload.parse(body=body)
     except alertmanager_payload.PayloadError as exc:
         return JsonResponse({"error": str(exc), "field": exc.field}, status=400)
-    outcome = alertmanager.receive(webhook=webhook, at=timezone.now())
-    return JsonResponse(outcome.as_dict())
+    try:
+        delivery = alert_deliveries.accept(body=body, webhook=webhook, at=timezone.now())
+    except alert_deliveries.DatabaseBusy:
+        response = JsonResponse({"error": BUSY}, status=503)  # Alertmanager retries a 5xx
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+    return JsonResponse({"received": len(webhook.alerts), "delivery": delivery.pk})
 
 
 def _refuse_unauthenticated(request: HttpRequest) -> JsonResponse | None:
