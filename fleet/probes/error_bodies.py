@@ -14,6 +14,8 @@ from typing import Any
 
 _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
+# Control characters (terminal escapes and the like) never reach a page or a log line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_MESSAGE = 300
 
 
@@ -51,4 +53,4 @@ def error_message(body: bytes) -> str:
         found = None
     if found is None:
         found = _SPACE.sub(" ", _TAG.sub(" ", text)).strip()
-    return found[:MAX_MESSAGE]
+    return _CONTROL.sub("", found)[:MAX_MESSAGE]

@@ -130,3 +130,9 @@ def _read_dcgm(text: str) -> None:
 @given(mutated(pages=[EXPORTER_TEXT]))
 def test_a_mutated_dcgm_exporter_page_reads_or_is_refused_clearly(text):
     ends(_read_dcgm, text)
+
+
+@given(st.binary(max_size=200))
+def test_an_error_message_holds_no_control_characters(body):
+    message = ends(error_message, b'{"error": "' + body.replace(b'"', b"") + b'"}')
+    assert not any(ord(c) < 32 and c not in "\t\n" or 0x7F <= ord(c) <= 0x9F for c in message)
