@@ -59,7 +59,9 @@ async def _fetch(url: str):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/"])
+@pytest.mark.parametrize(
+    "url", ["http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/"]
+)
 async def test_a_probe_never_connects_to_the_metadata_service(url):
     result = await _fetch(url)
     # Here nothing answers on 169.254.169.254: a connection attempt would end in a timeout.
