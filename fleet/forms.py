@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from fleet import sharing
+from fleet import inventory_io, sharing
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 
 
@@ -197,9 +197,9 @@ class ImportForm(forms.Form):
             if upload.size > self.MAX_BYTES:
                 raise ValidationError(_("The file is larger than 5 MB."))
             try:
-                cleaned["text"] = upload.read().decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise ValidationError(_("The file is not UTF-8 text.")) from None
+                cleaned["text"] = inventory_io.text_of(upload.read())
+            except inventory_io.UnreadableFile as exc:
+                raise ValidationError(str(exc)) from None
             cleaned["filename"] = upload.name
         elif not (cleaned.get("text") or "").strip():
             raise ValidationError(_("Choose a file or paste the inventory."))

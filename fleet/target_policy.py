@@ -145,7 +145,10 @@ class Policy:
         """TargetRefused for a URL no probe may fetch. The literal address is always checked;
         a host name's addresses only with `resolve` (and a name that does not resolve here
         passes: the worker resolves it again, and checks, at every connection)."""
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:  # "http://[10.0.0.1": the URL validator says what is wrong
+            return
         if parts.username is not None or parts.password is not None or "@" in parts.netloc:
             raise TargetRefused(
                 later(

@@ -15,6 +15,7 @@ from django.utils.translation import gettext
 
 from fleet.inventory_io.outcome import ImportError_
 from fleet.inventory_io.records import CSV_COLUMNS, KIND_NOUNS, KINDS, LIST_FIELDS, Record, csv_columns
+from fleet.inventory_io.values import shown_value
 
 _ALL_COLUMNS = frozenset(CSV_COLUMNS)
 _KIND_LIST = ", ".join(KINDS)
@@ -68,7 +69,8 @@ def _record(columns: list[str], row: Row, errors: list[ImportError_]) -> Record 
     by_column = dict(zip(columns, cells, strict=True))
     kind = by_column.get("kind", "").lower()
     if kind not in KINDS:
-        message = gettext("Unknown kind %(kind)s; use %(kinds)s.") % {"kind": repr(kind), "kinds": _KIND_LIST}
+        message = gettext("Unknown kind %(kind)s; use %(kinds)s.")
+        message %= {"kind": shown_value(kind), "kinds": _KIND_LIST}
         errors.append(ImportError_(message, line=line, field="kind"))
         return None
     return _fill(Record(kind=kind, line=line), by_column, errors)

@@ -1,7 +1,8 @@
 """Planning an import: parse the text, check every record, and say what applying would do.
 
 Nothing is written: the records are staged inside a transaction that is rolled back.
-All errors are collected, each with its line, so one pass shows everything to fix.
+All errors are collected, each with its line, so one pass shows everything to fix. A text
+holding characters no inventory may hold (control characters, NUL) is refused before parsing.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from django.db import transaction
 from django.utils.translation import gettext
 
 from fleet import sharing
+from fleet.inventory_io.characters import character_errors
 from fleet.inventory_io.outcome import ImportError_, ImportPlan, PlannedChange
 from fleet.inventory_io.parse_csv import parse_csv
 from fleet.inventory_io.parse_yaml import parse_yaml
@@ -18,6 +20,10 @@ from fleet.inventory_io.staging import stage_records
 from fleet.models import Instance
 
 MAX_BYTES = 5 * 1024 * 1024
+# Objects in one file: a file at the size limit, written as exported, holds about 20,000, and
+# planning checks each against the database (a couple of milliseconds each).
+MAX_RECORDS = 20_000
+MAX_ERRORS = 200  # errors listed; one more says how many were left out
 FORMATS = ("yaml", "csv")
 _EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
 
@@ -36,21 +42,43 @@ def plan_import(*, text: str, fmt: str) -> ImportPlan:
     """Check `text` (in `fmt`, yaml or csv) against the database and list the changes."""
     if fmt not in FORMATS:
         raise ValueError(f"Unknown format {fmt!r}; use yaml or csv.")
-    size = len(text.encode())
-    if size > MAX_BYTES:
-        message = gettext("The input is %(size).1f MB; the limit is %(limit)d MB.") % {
-            "size": size / 2**20,
-            "limit": MAX_BYTES // 2**20,
-        }
-        return ImportPlan(errors=[ImportError_(message)])
-    records, errors = _parse(text.removeprefix("\ufeff"), fmt)
+    text = text.removeprefix("\ufeff")
+    unreadable = _unreadable(text)
+    if unreadable:
+        return ImportPlan(errors=unreadable)
+    records, errors = _parse(text, fmt)
+    if len(records) > MAX_RECORDS:
+        return ImportPlan(errors=_capped([_too_many(records), *errors]))
     records, duplicates = _without_duplicates(records)
     with transaction.atomic():
         staged = stage_records(records=records, log=None)
         warnings = _sharing_warnings(staged.changes)  # read while the staged rows exist
         transaction.set_rollback(True)
     all_errors = sorted(errors + duplicates + staged.errors, key=lambda e: e.line or 0)
-    return ImportPlan(errors=all_errors, changes=staged.changes, records=records, warnings=warnings)
+    return ImportPlan(errors=_capped(all_errors), changes=staged.changes, records=records, warnings=warnings)
+
+
+def _unreadable(text: str) -> list[ImportError_]:
+    """Why the text is refused before parsing: too large, or holding characters no inventory may."""
+    size = len(text.encode(errors="surrogatepass"))
+    if size > MAX_BYTES:
+        message = gettext("The input is %(size).1f MB; the limit is %(limit)d MB.")
+        return [ImportError_(message % {"size": size / 2**20, "limit": MAX_BYTES // 2**20})]
+    return character_errors(text)
+
+
+def _too_many(records: list[Record]) -> ImportError_:
+    message = gettext("The file holds %(count)s objects; import at most %(limit)s at a time.")
+    values = {"count": f"{len(records):,}", "limit": f"{MAX_RECORDS:,}"}
+    return ImportError_(message % values, line=records[MAX_RECORDS].line)
+
+
+def _capped(errors: list[ImportError_]) -> list[ImportError_]:
+    """The first MAX_ERRORS errors, and one saying how many more there are."""
+    if len(errors) <= MAX_ERRORS:
+        return errors
+    more = gettext("%(count)s more errors after this line.") % {"count": f"{len(errors) - MAX_ERRORS:,}"}
+    return [*errors[:MAX_ERRORS], ImportError_(more, line=errors[MAX_ERRORS - 1].line)]
 
 
 def _sharing_warnings(changes: list[PlannedChange]) -> list[ImportError_]:

@@ -13,11 +13,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fleet.inventory_io import (
     ImportPlan,
+    UnreadableFile,
     apply_import,
     counts_summary,
     detect_format,
     export_inventory,
     plan_import,
+    text_of,
 )
 
 FORMATS = ("yaml", "csv")
@@ -84,8 +86,9 @@ def _format_of(file: str) -> str:
 
 def _read(file: str) -> str:
     try:
-        if file == "-":
-            return sys.stdin.read()
-        return Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        if file != "-":
+            return text_of(Path(file).read_bytes())
+        stream = getattr(sys.stdin, "buffer", None)  # a text stream in tests
+        return text_of(stream.read()) if stream is not None else sys.stdin.read()
+    except (OSError, UnreadableFile) as exc:
         raise CommandError(f"Cannot read {file}: {exc}") from None
