@@ -210,7 +210,7 @@ def _name(files: ModelDirFiles, host: str) -> str:
     """ "ORG/NAME (host)" when config.json names its Hub id, else "host:directory"."""
     try:
         named = json.loads(files.config_text).get("_name_or_path")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # the parser names what is wrong
         named = None
     if isinstance(named, str) and looks_like_id(named.strip()):
         return f"{named.strip()} ({host})"[:MAX_NAME]

@@ -100,9 +100,20 @@ def size_spec(spec: calculator.SizingSpec) -> calculator.Sizing:
 
 def save_upload(entry: CatalogEntry) -> ModelSpec:
     """Add an uploaded model to the catalogue under a key of its own."""
-    spec = ModelSpec.from_entry(replace(entry, key=free_key(entry.key)), source=ModelSpec.Source.UPLOADED)
+    spec = ModelSpec.from_entry(
+        replace(_storable(entry), key=free_key(entry.key)), source=ModelSpec.Source.UPLOADED
+    )
     spec.save()
     return spec
+
+
+def _storable(entry: CatalogEntry) -> CatalogEntry:
+    """The entry as the catalogue keeps it: a name from config.json's _name_or_path cut to the
+    name's length, and an hf_id too long to be a Hub id dropped."""
+    name_length = ModelSpec._meta.get_field("name").max_length
+    id_length = ModelSpec._meta.get_field("hf_id").max_length
+    name = entry.name if len(entry.name) <= name_length else entry.name[: name_length - 1] + "…"
+    return replace(entry, name=name, hf_id=entry.hf_id if len(entry.hf_id) <= id_length else "")
 
 
 def free_key(key: str) -> str:

@@ -4,17 +4,19 @@ Only facts that change memory are kept: the layer count and the attention kind o
 layer (full, sliding window, MLA latent, linear attention / Mamba-style state), KV heads
 and head size, hidden and vocabulary sizes, the MoE shape, the dtype and quantization,
 and the parameter count or exact weight bytes. `from_hf_config` refuses a config with a
-missing, unknown-typed or contradictory field, naming the field.
+missing, unknown-typed, implausible (bounds.py) or contradictory field, naming the field.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from core.i18n import Message, later
+from core.i18n import later
+from diagnostics.sizing import bounds
 from diagnostics.sizing import quantization as quant
 from diagnostics.sizing.config_error import ConfigError
 
@@ -102,30 +104,15 @@ def _section(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return config
 
 
-def _int(config: Mapping[str, Any], name: str, *, required: bool = True, minimum: int = 1) -> int | None:
+def _int(config: Mapping[str, Any], name: str, *, required: bool = True) -> int | None:
+    """A whole number in its plausible range (bounds.CONFIG_INTS); None when absent and optional."""
     value = config.get(name)
     if value is None:
         if required:
             raise ConfigError(later("config.json has no %(key)s", key=repr(name)))
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(_not_whole(name, value))
-    if value < minimum:
-        raise ConfigError(
-            later(
-                "config.json %(key)s must be at least %(minimum)s, not %(value)s",
-                key=repr(name),
-                minimum=minimum,
-                value=value,
-            )
-        )
-    return value
-
-
-def _not_whole(name: str, value: Any) -> Message:
-    return later(
-        "config.json %(key)s must be a whole number, not %(value)s", key=repr(name), value=repr(value)
-    )
+    low, high = bounds.CONFIG_INTS[name]
+    return bounds.whole(name, value, low, high)
 
 
 def _layer_kinds(config: Mapping[str, Any], layers: int, sliding: int | None) -> tuple[LayerKind, ...]:
@@ -172,7 +159,7 @@ def _kind_of(name: Any, sliding: int | None) -> LayerKind:
         raise ConfigError(
             later(
                 "config.json 'layer_types' has an unknown type %(type)s (known: %(known)s)",
-                type=repr(name),
+                type=bounds.shown(name),
                 known=known,
             )
         )
@@ -238,34 +225,19 @@ def _dtype(config: Mapping[str, Any]) -> str:
         raise ConfigError(
             later(
                 "config.json 'torch_dtype' %(dtype)s is not one of %(known)s",
-                dtype=repr(dtype),
+                dtype=bounds.shown(dtype),
                 known=str(sorted(_SUPPORTED_DTYPES)),
             )
         )
     return dtype
 
 
-_NUMBERS = (
-    "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
-    "vocab_size", "intermediate_size", "max_position_embeddings", "sliding_window", "kv_lora_rank",
-    "qk_rope_head_dim", "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
-    "moe_intermediate_size",
-)  # fmt: skip
-
-
-def _refuse_unknown_types(c: Mapping[str, Any]) -> None:
-    for name in _NUMBERS:
-        value = c.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(_not_whole(name, value))
-
-
 def from_hf_config(config: Any, *, name: str = "", params_total: float | None = None) -> Architecture:
     """An Architecture from a parsed config.json; ConfigError naming the field at fault."""
     if not isinstance(config, Mapping):
         raise ConfigError(later("config.json must be a JSON object"))
+    bounds.check_config(config)  # every number in its range before any is used
     c = _section(config)
-    _refuse_unknown_types(c)
     layers, hidden = _int(c, "num_hidden_layers"), _int(c, "hidden_size")
     heads = _int(c, "num_attention_heads")
     kv_heads = _int(c, "num_key_value_heads", required=False) or heads
@@ -290,8 +262,6 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
     if not isinstance(architectures, list | tuple):
         raise ConfigError(later("config.json 'architectures' must be a list"))
     linear = _linear_state(c) if LayerKind.LINEAR in kinds else None
-    dtype = _dtype(c)
-    quantization, quant_detail, estimate = _quantization(config, dtype)
     if LayerKind.LINEAR in kinds and linear is None:
         raise ConfigError(
             later(
@@ -299,6 +269,8 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
                 "('linear_num_key_heads', 'linear_key_head_dim', ...)"
             )
         )
+    dtype = _dtype(c)
+    quantization, quant_detail, estimate = _quantization(config, dtype)
     return Architecture(
         name=name or str(c.get("_name_or_path") or (architectures[0] if architectures else "model")),
         num_layers=layers,
@@ -329,15 +301,26 @@ def from_hf_config(config: Any, *, name: str = "", params_total: float | None = 
 
 
 def weight_bytes_from_index(index: Any) -> int:
-    """Exact weight bytes from model.safetensors.index.json (metadata.total_size)."""
+    """Exact weight bytes from model.safetensors.index.json (metadata.total_size): a number of
+    bytes from 1 to bounds.MAX_WEIGHT_BYTES (a finite float is taken, its fraction dropped)."""
     if not isinstance(index, Mapping) or not isinstance(index.get("metadata"), Mapping):
         raise ConfigError(later("model.safetensors.index.json has no 'metadata' object"))
     total = index["metadata"].get("total_size")
-    if isinstance(total, bool) or not isinstance(total, int | float) or total <= 0:
+    finite = isinstance(total, int) or (isinstance(total, float) and math.isfinite(total))
+    if isinstance(total, bool) or not finite or total < 1:
         raise ConfigError(
             later(
                 "model.safetensors.index.json metadata 'total_size' is not a size: %(total)s",
-                total=repr(total),
+                total=bounds.shown(total),
+            )
+        )
+    if total > bounds.MAX_WEIGHT_BYTES:
+        raise ConfigError(
+            later(
+                "model.safetensors.index.json metadata 'total_size' must be at most %(high)s bytes, "
+                "not %(total)s",
+                high=f"{bounds.MAX_WEIGHT_BYTES:,}",
+                total=bounds.shown(total),
             )
         )
     return int(total)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.i18n import later
+from diagnostics.sizing import bounds
 from diagnostics.sizing.architecture import (
     Architecture,
     ConfigError,
@@ -116,7 +117,7 @@ def parse_json(text: str | bytes, *, what: str) -> Any:
                 later("%(file)s is not UTF-8 text (byte %(byte)s)", file=what, byte=exc.start)
             ) from None
     try:
-        return json.loads(text)
+        parsed = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             later(
@@ -127,6 +128,14 @@ def parse_json(text: str | bytes, *, what: str) -> Any:
                 column=exc.colno,
             )
         ) from None
+    except RecursionError:
+        raise ConfigError(bounds.too_deep(what)) from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise ConfigError(
+            later("%(file)s is not JSON the calculator can read: %(error)s", file=what, error=str(exc)[:200])
+        ) from None
+    bounds.check_tree(parsed, what=what)
+    return parsed
 
 
 def entry_from_upload(

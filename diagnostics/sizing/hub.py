@@ -41,6 +41,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status, validate_repo_id
 
 from core.i18n import Message, later
+from diagnostics.sizing import bounds
 from diagnostics.sizing.architecture import ConfigError, from_hf_config, weight_bytes_from_index
 from diagnostics.sizing.catalog import MAX_CONFIG_BYTES, CatalogEntry, parse_json, slug
 
@@ -232,6 +233,15 @@ class _Hub:
                 if exc.response is not None and exc.response.status_code == 404:
                     return None
                 raise
+        if metadata.size is not None and not bounds.in_range(metadata.size, 0, bounds.MAX_WEIGHT_BYTES):
+            raise HubError(
+                Problem.NOT_A_CONFIG,
+                later(
+                    "%(url)s has a size of %(size)s bytes, which no model has",
+                    url=self.url(filename),
+                    size=bounds.shown(metadata.size),
+                ),
+            )
         return metadata.size
 
     def valid(self, filename: str, check: Any) -> Any:

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from diagnostics.sizing import bounds
+
 
 @dataclass(frozen=True, kw_only=True)
 class Tensor:
@@ -47,7 +49,10 @@ def _section(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def tensors(config: Mapping[str, Any]) -> list[Tensor]:
-    """The checkpoint's tensors, from a parsed config.json (multimodal ones read text_config)."""
+    """The checkpoint's tensors, from a parsed config.json (multimodal ones read text_config);
+    ConfigError naming a number outside its plausible range (bounds.py), which keeps the count of
+    tensors and their sizes bounded."""
+    bounds.check_config(config)
     c = _section(config)
     hidden, vocab = _get(c, "hidden_size"), _get(c, "vocab_size")
     out = [Tensor(name="model.embed_tokens", rows=vocab, cols=hidden, linear=False)]
@@ -165,7 +170,11 @@ def _linear_attention(c: Mapping[str, Any], p: str) -> list[Tensor]:
     return [
         *projections,
         Tensor(name=f"{p}.conv1d", rows=(2 * key_dim + value_dim) * kernel, linear=False),
-        Tensor(name=f"{p}.A_log_dt_bias_norm", rows=2 * value_heads + value_dim // value_heads, linear=False),
+        Tensor(
+            name=f"{p}.A_log_dt_bias_norm",
+            rows=2 * value_heads + (value_dim // value_heads if value_heads else 0),
+            linear=False,
+        ),
         Tensor(name=f"{p}.out_proj", rows=hidden, cols=value_dim),
     ]
 

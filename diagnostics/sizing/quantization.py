@@ -12,20 +12,27 @@ https://github.com/neuralmagic/compressed-tensors, https://github.com/NVIDIA/Ten
 Quantized: the Linear weights the config targets, less those it leaves out (`ignore`,
 `modules_to_not_convert`, `ignored_layers`, `exclude_modules`). At the dtype: embeddings, norms,
 biases, router gates, the vision tower and the LM head unless the config quantizes it.
+
+Every number and list is bounded (bits from a fixed set, group and block sizes, how many groups,
+module names and patterns), so no quantization_config makes the estimate slow or overflow.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from core.i18n import Message, later
+from diagnostics.sizing import bounds
 from diagnostics.sizing.config_error import ConfigError
+from diagnostics.sizing.module_names import ModuleNames, check_patterns
 from diagnostics.sizing.parameters import Tensor, tensors
+
+MAX_GROUPS = 64  # compressed-tensors config_groups
+MAX_NAMES = 100_000  # module names in one list (a config.json is at most 1 MB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +72,11 @@ class Rule:
     format: Format
     targets: tuple[str, ...] = ("Linear",)
 
+    @cached_property
+    def named(self) -> ModuleNames:
+        """The targets that name modules (all but "Linear")."""
+        return ModuleNames.of(t for t in self.targets if t != "Linear")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Scheme:
@@ -75,13 +87,17 @@ class Scheme:
     ignored: tuple[str, ...] = ()
     lm_head_quantized: bool = False  # whether an untargeted-by-name LM head follows the rules
 
+    @cached_property
+    def ignored_names(self) -> ModuleNames:
+        return ModuleNames.of(self.ignored)
+
 
 def _error(field_name: str, value: Any, expected: Message) -> ConfigError:
     return ConfigError(
         later(
             "config.json quantization_config %(field)s is %(value)s; %(expected)s",
             field=repr(field_name),
-            value=repr(value),
+            value=bounds.shown(value),
             expected=expected,
         )
     )
@@ -102,9 +118,24 @@ def _group(q: Mapping[str, Any], name: str = "group_size") -> int | None:
     value = _int_field(q, name, default=128)
     if value == -1:
         return None  # one scale per output channel
-    if value < 1:
-        raise _error(name, value, later("expected a positive group size or -1"))
+    if not 1 <= value <= bounds.MAX_GROUP:
+        raise _error(name, value, _group_expected())
     return value
+
+
+def _group_expected() -> Message:
+    return later("expected a group size from 1 to %(high)s, or -1", high=f"{bounds.MAX_GROUP:,}")
+
+
+def _block(value: Any) -> tuple[int, int] | None:
+    """[rows, cols] of a block-scaled format, each a size from 1 to bounds.MAX_GROUP."""
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(bounds.in_range(b, 1, bounds.MAX_GROUP) for b in value)
+    ):
+        return value[0], value[1]
+    return None
 
 
 def _names(q: Mapping[str, Any], *keys: str) -> tuple[str, ...]:
@@ -113,10 +144,20 @@ def _names(q: Mapping[str, Any], *keys: str) -> tuple[str, ...]:
         value = q.get(key)
         if value is None:
             continue
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _error(key, value, later("it must be a list of module names"))
-        found += value
+        found += _name_list(key, value)
     return tuple(found)
+
+
+def _name_list(key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _error(key, value, later("it must be a list of module names"))
+    if len(value) > MAX_NAMES:
+        raise _error(key, f"[{len(value):,} names]", _at_most(MAX_NAMES))
+    return value
+
+
+def _at_most(limit: int) -> Message:
+    return later("expected at most %(limit)s", limit=f"{limit:,}")
 
 
 _UNQUANTIZED_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules")
@@ -125,15 +166,14 @@ _UNQUANTIZED_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "excl
 def _fp8(q: Mapping[str, Any]) -> Scheme:
     if "bits" in q and q["bits"] != 8:
         raise _error("bits", q["bits"], later("quant_method 'fp8' stores 8-bit weights"))
-    block = q.get("weight_block_size")
-    if block is not None:
-        if not (
-            isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)
-        ):
+    given = q.get("weight_block_size")
+    if given is not None:
+        block = _block(given)
+        if block is None:
             raise _error(
-                "weight_block_size", block, later("expected two positive whole numbers, e.g. [128, 128]")
+                "weight_block_size", given, later("expected two positive whole numbers, e.g. [128, 128]")
             )
-        fmt = Format(bits=8, scale_bytes=4, block=(block[0], block[1]))
+        fmt = Format(bits=8, scale_bytes=4, block=block)
         detail = f"fp8 e4m3, one fp32 scale per {block[0]}x{block[1]} block"
     else:
         fmt, detail = Format(bits=8, scale_bytes=4, per_tensor=True), "fp8 e4m3, per-tensor scales"
@@ -201,17 +241,17 @@ def _ct_format(weights: Mapping[str, Any], name: str) -> Format:
         raise _error(f"config_groups.{name}.weights.type", kind, later("expected 'int' or 'float'"))
     strategy = str(weights.get("strategy") or ("group" if weights.get("group_size") else "channel"))
     group = weights.get("group_size")
-    if strategy in ("group", "tensor_group") and not (isinstance(group, int) and group > 0):
+    if strategy in ("group", "tensor_group") and not bounds.in_range(group, 1, bounds.MAX_GROUP):
         raise _error(
             f"config_groups.{name}.weights.group_size",
             group,
-            later("strategy %(strategy)s needs a group size", strategy=repr(strategy)),
+            later("strategy %(strategy)s needs a group size", strategy=bounds.shown(strategy)),
         )
-    block = weights.get("block_structure")
-    if strategy == "block" and not (isinstance(block, list) and len(block) == 2):
+    block = _block(weights.get("block_structure"))
+    if strategy == "block" and block is None:
         raise _error(
             f"config_groups.{name}.weights.block_structure",
-            block,
+            weights.get("block_structure"),
             later("strategy 'block' needs [rows, cols]"),
         )
     fp4 = kind == "float" and bits == 4
@@ -219,7 +259,7 @@ def _ct_format(weights: Mapping[str, Any], name: str) -> Format:
         bits=bits,
         scale_bytes=1 if fp4 else 4 if strategy == "block" else 2,
         group=group if strategy in ("group", "tensor_group") else None,
-        block=(block[0], block[1]) if strategy == "block" else None,
+        block=block if strategy == "block" else None,
         per_tensor=strategy == "tensor",
         zero_points=kind == "int" and weights.get("symmetric") is False,
         global_scale=strategy == "tensor_group",
@@ -233,6 +273,8 @@ def _compressed_tensors(q: Mapping[str, Any]) -> Scheme:
         raise _error(
             "config_groups", groups, later("compressed-tensors needs at least one group with 'weights'")
         )
+    if len(groups) > MAX_GROUPS:
+        raise _error("config_groups", f"{{{len(groups)} groups}}", _at_most(MAX_GROUPS))
     declared = q.get("format")
     if declared is not None and declared not in _FORMATS:
         raise _error(
@@ -258,8 +300,8 @@ def _compressed_tensors(q: Mapping[str, Any]) -> Scheme:
                     bits=fmt.bits,
                 ),
             )
-        targets = group.get("targets") or ["Linear"]
-        rules.append(Rule(format=fmt, targets=tuple(str(t) for t in targets)))
+        targets = _name_list(f"config_groups.{name}.targets", group.get("targets") or ["Linear"])
+        rules.append(Rule(format=fmt, targets=tuple(targets)))
     narrowest = min(rules, key=lambda r: r.format.bits).format
     key = _key_for(narrowest)
     detail = "compressed-tensors " + ", ".join(sorted({_describe(r.format) for r in rules}))
@@ -312,6 +354,8 @@ def _modelopt(q: Mapping[str, Any]) -> Scheme:
             raise _error(
                 "quantized_layers", layers, later("quant_algo 'MIXED_PRECISION' lists its layers there")
             )
+        if len(layers) > MAX_NAMES:
+            raise _error("quantized_layers", f"{{{len(layers):,} layers}}", _at_most(MAX_NAMES))
         by_algo: dict[str, list[str]] = {}
         for layer, spec in layers.items():
             by_algo.setdefault(str(spec.get("quant_algo") if isinstance(spec, Mapping) else spec), []).append(
@@ -354,7 +398,14 @@ def _modelopt_format(algo: str) -> Format:
 
 def scheme(config: Mapping[str, Any]) -> Scheme | None:
     """The checkpoint's quantization from config.json, None when it has none; ConfigError naming
-    the field when the config is unknown or contradicts itself."""
+    the field when the config is unknown, implausible or contradicts itself."""
+    found = _scheme(config)
+    if found is not None:  # its module lists, read once here, and bounded
+        check_patterns([found.ignored_names, *(rule.named for rule in found.rules)])
+    return found
+
+
+def _scheme(config: Mapping[str, Any]) -> Scheme | None:
     q = config.get("quantization_config")
     if q is None and isinstance(config.get("text_config"), Mapping):
         q = config["text_config"].get("quantization_config")
@@ -380,30 +431,11 @@ def scheme(config: Mapping[str, Any]) -> Scheme | None:
     )  # fmt: skip
 
 
-def _normal(name: str) -> str:
-    return name.replace("language_model.", "").replace("model.model.", "model.")
-
-
-def matches(name: str, pattern: str) -> bool:
-    """Whether a module list entry names this module: 're:' regular expressions
-    (compressed-tensors), '*' wildcards (modelopt, gpt-oss), else whole dotted segments
-    ('lm_head', 'mlp.gate', 'model.layers.3.self_attn', 'model.visual')."""
-    name, bare = _normal(name), pattern[3:] if pattern.startswith("re:") else pattern
-    if pattern.startswith("re:"):
-        return re.match(_normal(bare), name) is not None
-    if "*" in pattern:
-        return fnmatch.fnmatchcase(name, _normal(pattern)) or fnmatch.fnmatchcase(
-            name, _normal(pattern) + ".*"
-        )
-    return f".{_normal(pattern)}." in f".{name}."
-
-
 def _format_of(t: Tensor, s: Scheme) -> Format | None:
-    if not t.linear or any(matches(t.name, p) for p in s.ignored):
+    if not t.linear or s.ignored_names.match(t.name):
         return None
     for rule in s.rules:
-        named = [p for p in rule.targets if p != "Linear"]
-        if any(matches(t.name, p) for p in named):
+        if rule.named.match(t.name):
             return rule.format
         if "Linear" in rule.targets and (
             t.name != "lm_head" or s.lm_head_quantized or s.method == "compressed-tensors"

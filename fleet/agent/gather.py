@@ -99,9 +99,9 @@ def _named_shards(directory: Path) -> set[str]:
         if not index.is_file() or index.stat().st_size > MAX_INDEX_BYTES:
             return set()
         weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: nested past reason
         return set()
-    return {str(v) for v in weight_map.values()} if isinstance(weight_map, dict) else set()
+    return {v for v in weight_map.values() if isinstance(v, str)} if isinstance(weight_map, dict) else set()
 
 
 def _docker_version(config: AgentConfig) -> str | None:

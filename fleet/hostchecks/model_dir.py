@@ -39,6 +39,7 @@ MAX_INDEX_BYTES = 4 * 1024 * 1024
 MAX_QUANT_CONFIG_BYTES = 256 * 1024
 INDEX_HEAD_BYTES = 64 * 1024  # where a bigger index's metadata is looked for
 MAX_ENTRIES = 10_000  # directory entries looked at for *.safetensors
+MAX_WEIGHT_BYTES = 1 << 50  # 1 PiB of shards, the sizing calculator's bound too
 MAX_SYMLINKS = 40  # as Linux's path walk (ELOOP)
 # Room for the texts in one answer: the report's 512 KiB less its envelope, counted as the
 # console counts a report (json.dumps, non-ASCII escaped).
@@ -88,6 +89,9 @@ class ModelDirFiles:
                 raise ValueError(f"{name}: expected {kind.__name__}, got {type(value).__name__}")
             if kind is int and value < 0:
                 raise ValueError(f"{name}: {value} is below zero")
+            limit = _LIMITS.get(name)
+            if limit is not None and (len(value) if isinstance(value, str) else value) > limit:
+                raise ValueError(f"{name}: more than {limit:,}")
         return cls(**{name: value for name, value in data.items() if value is not None})
 
 
@@ -99,6 +103,15 @@ _FIELDS: dict[str, tuple[type, bool]] = {
     "quant_config_text": (str, False),
     "safetensors_count": (int, False),
     "safetensors_bytes": (int, False),
+}
+# What an honest agent sends at most: characters of a text, or a number.
+_LIMITS: dict[str, int] = {
+    "model_dir": 4096,
+    "config_text": MAX_CONFIG_BYTES,
+    "index_text": MAX_INDEX_BYTES,
+    "quant_config_text": MAX_QUANT_CONFIG_BYTES,
+    "safetensors_count": MAX_ENTRIES,
+    "safetensors_bytes": MAX_WEIGHT_BYTES,
 }
 
 
@@ -274,7 +287,7 @@ def _fitted(files: ModelDirFiles, *, answer_chars: int) -> ModelDirFiles:
     if files.index_text is not None and not files.index_cut:
         try:
             index = json.loads(files.index_text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ModelDirError(
                 later(
                     "%(path)s is not valid JSON: %(error)s", path=f"{files.model_dir}/{INDEX}", error=str(exc)
@@ -303,16 +316,23 @@ def _leading_metadata(head: bytes) -> Any:
         return None
     try:
         return json.JSONDecoder().raw_decode(text, found.end())[0]
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
 def _total_only(metadata: Any) -> str:
-    """An index reduced to what sizing reads of it; a metadata that is no object stays as it
-    is, for the console's parser to name."""
+    """An index reduced to what sizing reads of it; a metadata that is no object, or a total that
+    is no number, stays as it is for the console's parser to name (a list or an object as its
+    type's name: nothing nested travels)."""
     if isinstance(metadata, dict):
-        metadata = {"total_size": metadata.get("total_size")}
+        metadata = {"total_size": _scalar(metadata.get("total_size"))}
+    else:
+        metadata = _scalar(metadata)
     return json.dumps({"metadata": metadata} if metadata is not None else {})
+
+
+def _scalar(value: Any) -> Any:
+    return type(value).__name__ if isinstance(value, list | dict) else value
 
 
 def _chars(files: ModelDirFiles) -> int:

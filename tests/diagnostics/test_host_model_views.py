@@ -358,3 +358,14 @@ def test_what_went_wrong_is_said_and_nothing_is_saved(db, tmp_path):
     late.refresh_from_db()
     assert str(host_model_service.outcome(late).error).startswith("node-a's agent did not answer within 30 s")
     assert not ModelSpec.objects.filter(source=ModelSpec.Source.UPLOADED).exists()
+
+
+def test_an_answer_with_a_config_nested_past_reason_is_refused_and_nothing_is_saved(db):
+    host = make_host(name="node-a")
+    model = {"model_dir": "/models/x", "config_text": "[" * 100_000 + "]" * 100_000, "safetensors_bytes": 10}
+    said = host_model_service.outcome(answered(host, {"model": model})).error
+    assert str(said) == "node-a:/models/x: config.json nests more than 32 levels deep"
+    huge = {"model_dir": "/models/x", "config_text": json.dumps(CONFIG), "safetensors_bytes": 2**80}
+    said = host_model_service.outcome(answered(host, {"model": huge})).error
+    assert str(said).endswith("safetensors_bytes: more than 1,125,899,906,842,624")
+    assert not ModelSpec.objects.filter(source=ModelSpec.Source.UPLOADED).exists()

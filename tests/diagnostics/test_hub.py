@@ -191,3 +191,21 @@ def test_a_broken_safetensors_index_is_refused_naming_it(hub_server):
 )  # fmt: skip
 def test_a_served_model_name_looks_like_a_hub_id_only_in_owner_name_form(name, expected):
     assert hub.looks_like_id(name) is expected
+
+
+@pytest.mark.parametrize("size", [-5, 2**60])
+def test_a_single_file_size_no_model_has_is_refused_naming_it(hub_server, size):
+    hub_server.add("acme/odd-size", config=CONFIG, large={"model.safetensors": size})
+    error = failure(hub_server, "acme/odd-size")
+    assert error.problem == Problem.NOT_A_CONFIG
+    assert f"model.safetensors has a size of {size} bytes, which no model has" in str(error)
+
+
+def test_a_safetensors_index_total_no_model_has_is_refused_naming_it(hub_server):
+    hub_server.add("acme/huge-index", config=CONFIG, index={"metadata": {"total_size": 2**60}})
+    error = failure(hub_server, "acme/huge-index")
+    assert error.problem == Problem.NOT_A_CONFIG
+    assert (
+        "metadata 'total_size' must be at most 1,125,899,906,842,624 bytes, not 1152921504606846976"
+        in str(error)
+    )

@@ -177,3 +177,77 @@ def test_the_api_needs_only_the_model_and_the_gpu_as_the_readme_shows(engineer_c
     assert answer["kv_cache_tokens"] > 0
     defaults = engineer_client.get(reverse("api-sizing"), {"model": "qwen3-8b", "gpu": "l40s", "gpus": "1"})
     assert defaults.json() == answer
+
+
+_TINY = {
+    "_name_or_path": "acme/tiny-7b", "num_hidden_layers": 28, "hidden_size": 3584,
+    "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+    "max_position_embeddings": 32768,
+}  # fmt: skip
+
+
+def _tiny(**fields) -> str:
+    return json.dumps({**_TINY, **fields})
+
+
+@pytest.mark.parametrize(
+    ("config_text", "said"),
+    [
+        (
+            json.dumps({**_TINY, "num_hidden_layers": 2**70}),
+            "must be from 1 to 1,024, not 1180591620717411303424",
+        ),
+        (json.dumps({**_TINY, "num_hidden_layers": 10**7}), "must be from 1 to 1,024, not 10000000"),
+        (json.dumps({**_TINY, "num_hidden_layers": 10**9}), "must be from 1 to 1,024, not 1000000000"),
+        (
+            json.dumps({**_TINY, "hidden_size": float("nan")}),
+            "&#x27;hidden_size&#x27; must be a whole number",
+        ),
+        ("[" * 200_000 + "]" * 200_000, "config.json nests more than 32 levels deep"),
+        (json.dumps(_TINY)[:-1] + ', "head_dim": ' + "9" * 5000 + "}", "is not JSON the calculator can read"),
+        (json.dumps({**_TINY, "model_type": "a\u0000b"}), "holds the character U+0000"),
+        (
+            json.dumps(
+                {**_TINY, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 10**12}}
+            ),
+            "expected a group size from 1 to 65,536, or -1",
+        ),
+    ],
+)
+def test_an_implausible_config_upload_is_a_form_error_naming_the_field_and_saves_nothing(
+    engineer_client, config_text, said
+):
+    response = engineer_client.post(
+        reverse("diagnostics:sizing-upload"), {"config_text": config_text, "params_billions": "7"}
+    )
+    assert response.status_code == 400 and said in response.content.decode()
+    assert not ModelSpec.objects.filter(source="uploaded").exists()
+
+
+@pytest.mark.parametrize(
+    ("index", "said"),
+    [
+        (b'{"metadata": {"total_size": NaN}}', "&#x27;total_size&#x27; is not a size: nan"),
+        (b'{"metadata": {"total_size": 1e300}}', "must be at most 1,125,899,906,842,624 bytes"),
+        (b"\xff\xfe{}", "is not UTF-8 text (byte 0)"),
+    ],
+)
+def test_an_implausible_safetensors_index_upload_is_a_form_error_and_saves_nothing(
+    engineer_client, index, said
+):
+    upload = SimpleUploadedFile("model.safetensors.index.json", index)
+    response = engineer_client.post(
+        reverse("diagnostics:sizing-upload"), {"config_text": json.dumps(_TINY), "index_file": upload}
+    )
+    assert response.status_code == 400 and said in response.content.decode()
+    assert not ModelSpec.objects.filter(source="uploaded").exists()
+
+
+def test_a_config_named_at_length_joins_the_catalogue_under_a_name_cut_to_fit(engineer_client):
+    config = {**_TINY, "_name_or_path": "/models/" + "very-long-" * 60}
+    response = engineer_client.post(
+        reverse("diagnostics:sizing-upload"), {"config_text": json.dumps(config), "params_billions": "7"}
+    )
+    assert response.status_code == 302
+    spec = ModelSpec.objects.get(source="uploaded")
+    assert len(spec.name) == 120 and spec.name.endswith("…") and spec.hf_id == ""

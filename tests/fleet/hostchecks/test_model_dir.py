@@ -220,6 +220,21 @@ def test_an_index_past_its_limit_gives_its_leading_total_size_or_is_refused(tmp_
     assert "model.safetensors.index.json is " in problem("/models/huge", tmp_path)
 
 
+def test_an_index_past_its_limit_nested_without_end_is_refused_saying_so(tmp_path):
+    folder = write_model(tmp_path / "models/deep")
+    (folder / "model.safetensors.index.json").write_text('{"metadata": ' + "[" * (MAX_INDEX_BYTES + 1))
+    assert "model.safetensors.index.json is " in problem("/models/deep", tmp_path)
+
+
+def test_an_index_cut_to_its_total_carries_nothing_nested_however_its_total_is_written(tmp_path):
+    folder = write_model(tmp_path / "models/odd")
+    for total, kept in [([[[1]]], "list"), ({"a": {"b": 1}}, "dict"), ("3000", "3000"), (None, None)]:
+        index = {"metadata": {"total_size": total}, "weight_map": {"x": "y" * (MAX_INDEX_BYTES // 2)}}
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
+        files = read_model_dir("/models/odd", root=tmp_path, answer_chars=100_000)
+        assert files.index_cut and json.loads(files.index_text) == {"metadata": {"total_size": kept}}
+
+
 def test_the_answer_round_trips_and_a_malformed_one_is_refused_naming_the_field(tmp_path):
     files = read_model_dir("/models/tiny-1b", root=write_model(tmp_path / "models/tiny-1b").parent.parent)
     assert ModelDirFiles.from_dict(json.loads(json.dumps(files.to_dict()))) == files
@@ -229,6 +244,9 @@ def test_the_answer_round_trips_and_a_malformed_one_is_refused_naming_the_field(
         ({**good, "index_cut": 1}, "index_cut: expected bool, got int"),
         ({**good, "safetensors_count": True}, "safetensors_count: expected int, got bool"),
         ({**good, "safetensors_count": -1}, "below zero"),
+        ({**good, "safetensors_count": 10**9}, "safetensors_count: more than 10,000"),
+        ({**good, "safetensors_bytes": 2**80}, "safetensors_bytes: more than 1,125,899,906,842,624"),
+        ({**good, "config_text": "x" * 1_000_001}, "config_text: more than 1,000,000"),
         ({**good, "password": "x"}, "unknown field(s) password"),
         ({k: v for k, v in good.items() if k != "config_text"}, "missing field config_text"),
         ([], "must be an object"),
