@@ -4,6 +4,7 @@ linter page, and `manage.py genconfig` printing what the page shows."""
 
 from __future__ import annotations
 
+import html
 import io
 import tarfile
 from urllib.parse import parse_qs, urlparse
@@ -168,3 +169,26 @@ def test_genconfig_fills_from_an_instance_and_writes_files(tmp_path):
 def test_genconfig_refuses_bad_input_clearly(args, message):
     with pytest.raises(CommandError, match=message):
         call_command("genconfig", *args, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+@pytest.mark.parametrize(
+    ("post", "said"),
+    [
+        ({"text": "server {\n  listen 80;\x00\n}\n"}, "holds a NUL byte (line 2)"),
+        (
+            {"file": SimpleUploadedFile("nginx.conf", b"server {\n  listen 80;\x00\n}\n")},
+            "holds a NUL byte (line 2)",
+        ),
+        ({"file": SimpleUploadedFile("nginx.conf", bytes(range(256)) * 40)}, "not UTF-8 text"),
+        ({"text": "server { listen 80; }", "longest_generation_s": "inf"}, "at most 604,800"),
+    ],
+)
+def test_the_linter_page_answers_unreadable_input_with_a_clear_400(engineer, post, said):
+    response = engineer.post(reverse("diagnostics:config-lint"), post)
+    assert response.status_code == 400 and said in html.unescape(response.content.decode())
+
+
+def test_the_linter_page_reads_a_config_nested_thousands_deep_as_a_syntax_error(engineer):
+    text = "http {" + " server {" * 20_000 + "}" * 20_000 + "}"
+    response = engineer.post(reverse("diagnostics:config-lint"), {"text": text})
+    assert response.status_code == 200 and "nested hundreds deep" in response.content.decode()

@@ -4,6 +4,7 @@ with its line, why and the corrected snippet; the generator's own output lints c
 import pytest
 
 from diagnostics.configgen import nginx, nginx_lint
+from tests.hang import ends
 
 # The guide's gateway template (3.2), as printed: a shared "anonymous" key bucket, and the
 # embeddings, models and health locations without HTTP/1.1 or a cleared Connection header.
@@ -118,3 +119,58 @@ def test_the_generators_output_lints_clean():
 def test_input_it_cannot_read_gets_a_clear_error(data, message):
     with pytest.raises(nginx_lint.LintInputError, match=message):
         nginx_lint.lint(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("http {\n  server {\x00}\n}\n", r"holds a NUL byte \(line 2\): it is not a text file"),
+        (b"server { listen 80; }\x00\x00", r"holds a NUL byte \(line 1\)"),
+        ("server { listen \udcff80; }", r"not UTF-8 text \(byte 16\)"),
+    ],
+)
+def test_text_with_nul_or_a_lone_surrogate_is_refused_clearly(data, message):
+    with pytest.raises(nginx_lint.LintInputError, match=message):
+        ends(nginx_lint.lint, data)
+
+
+@pytest.mark.parametrize("longest", [float("inf"), float("nan"), 1e308, 0, -5])
+def test_a_longest_generation_that_is_no_plausible_number_of_seconds_is_refused(longest):
+    with pytest.raises(
+        nginx_lint.LintInputError, match="must be a number of seconds above 0 and at most 604,800"
+    ):
+        nginx_lint.lint(GUIDE_TEMPLATE, longest_generation_s=longest)
+
+
+def test_blocks_nested_thousands_deep_are_a_syntax_error_not_a_crash():
+    result = ends(nginx_lint.lint, "http {" + " server {" * 20_000 + "}" * 20_000 + "}")
+    assert result.syntax_errors == [(None, "blocks are nested hundreds deep; nginx configs nest a few")]
+
+
+def test_a_timeout_of_thousands_of_digits_is_read_as_no_timeout_at_all():
+    text = "server { location /v1/ { proxy_pass http://a; proxy_read_timeout " + "9" * 5000 + "s; } }"
+    rules = {f.rule for f in ends(nginx_lint.lint, text).findings}
+    assert "read_timeout_short" not in rules
+
+
+def test_thousands_of_servers_are_linted_at_once_and_their_findings_listed_up_to_a_bound():
+    text = "http {" + "server { location / { proxy_pass http://a; } }" * 20_000 + "}"
+    result = ends(nginx_lint.lint, text)
+    assert result.locations_checked == 20_000
+    assert len(result.findings) == nginx_lint.MAX_FINDINGS + 1
+    assert result.findings[-1].title == "79,500 more findings after these are not listed"
+
+
+def test_a_config_that_ends_inside_a_directive_says_so():
+    # Found by fuzzing: crossplane's parser stops with an empty message there.
+    assert nginx_lint.lint("worker_processes 4\r").syntax_errors == [
+        (None, "the config ends inside a directive: a ; or { is missing")
+    ]
+
+
+def test_a_burst_that_is_no_count_is_left_to_nginx_to_refuse():
+    # Found by fuzzing: int("20nodelay") failed the whole lint.
+    text = GUIDE_TEMPLATE.replace("burst=20 nodelay", "burst=20nodelay")
+    assert "burst=20nodelay" in text
+    rules = {f.rule for f in nginx_lint.lint(text).findings}
+    assert "burst_zero" not in rules and "connection_header" in rules  # the other rules still run
