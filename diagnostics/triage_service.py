@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -13,12 +14,15 @@ from diagnostics.triage.engine import TriageInputError, triage_stream, triage_te
 
 PASTE_MAX_BYTES = 2_000_000
 PROGRESS_EVERY_BYTES = 32 << 20
+# A gzip upload is read through, up to this many times the upload limit: a log compresses
+# ten or twenty times; a "gzip bomb" of a few MB that inflates to terabytes is refused.
+GUNZIPPED_FACTOR = 16
 
 
 def triage_paste(text: str) -> dict:
     if not text.strip():
         raise TriageInputError(later("paste a log, or choose a file"))
-    if len(text.encode()) > PASTE_MAX_BYTES:
+    if len(text.encode(errors="surrogatepass")) > PASTE_MAX_BYTES:
         raise TriageInputError(
             later(
                 "a paste holds up to %(limit)s bytes; upload larger logs as a file",
@@ -67,7 +71,13 @@ def run_upload(*, run_id: int) -> TriageRun:
 
     try:
         with run.file.open("rb") as handle:
-            result = triage_stream(handle, progress=progress)
+            result = triage_stream(
+                handle, progress=progress, max_bytes=settings.TRIAGE_MAX_UPLOAD_BYTES * GUNZIPPED_FACTOR
+            )
+    except SoftTimeLimitExceeded:  # the task's time is up: the run ends, rather than polls for ever
+        exc = TriageInputError(later("the triage ran out of time; triage a part of the log (tail -n ...)"))
+        run.status, run.error = TriageRun.Status.FAILED, str(exc)
+        run.result = {"error_message": exc.message.to_json()}
     except TriageInputError as exc:
         # The English text in `error` (the API, old readers); the message, to show in the
         # reader's language, where a failed run keeps no result.

@@ -123,8 +123,10 @@ class AccessStats:
 
     def _add(self, raw_ip: bytes, minute: bytes, raw_status: bytes, *extra: bytes, n: int) -> None:
         raw_seconds, raw_upstream, raw_key = extra
-        ip = raw_ip.decode("ascii", errors="replace")
         window = _window(minute, self.window_minutes)
+        if window is None:  # a time no clock shows (31/Feb, 25:61): not an access line
+            return
+        ip = raw_ip.decode("ascii", errors="replace")
         status = int(raw_status)
         self.lines += n
         self.statuses[status] += n
@@ -152,7 +154,7 @@ class AccessStats:
         self.timed += n
         if status == 429 or status >= 500:
             return
-        seconds = int(raw)
+        seconds = int(raw) if len(raw) <= 9 else 10**9  # past any timeout; and no int() of a huge number
         self.seconds[seconds] += n
         if seconds >= self.slow_seconds:
             if window:
@@ -216,11 +218,14 @@ def mask_key(key: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _window(minute: bytes, window_minutes: int) -> str:
+def _window(minute: bytes, window_minutes: int) -> str | None:
     """b'03/Dec/2026:14:07' (or b'2026-12-03T14:07') -> the start of its window, sortable:
-    '2026-12-03 14:06'."""
-    text = minute.decode("ascii")
-    stamp = datetime.strptime(text, "%Y-%m-%dT%H:%M" if "T" in text else "%d/%b/%Y:%H:%M")
+    '2026-12-03 14:06'; None for a time that is none (b'99/Zzz/9999:99:99')."""
+    text = minute.decode("ascii", errors="replace")
+    try:
+        stamp = datetime.strptime(text, "%Y-%m-%dT%H:%M" if "T" in text else "%d/%b/%Y:%H:%M")
+    except ValueError:
+        return None
     stamp = stamp.replace(minute=stamp.minute - stamp.minute % window_minutes)
     return stamp.strftime("%Y-%m-%d %H:%M")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -194,10 +195,28 @@ def _open(stream: IO[bytes]) -> IO[bytes]:
     """Gzip is read through; UTF-16 and binary are refused with what to do."""
     head = stream.peek(4)[:4] if hasattr(stream, "peek") else b""
     if head[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=stream)  # type: ignore[return-value]
+        return _Gunzipped(gzip.GzipFile(fileobj=stream))  # type: ignore[return-value]
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise TriageInputError(later("the log is UTF-16; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"))
     return stream
+
+
+class _Gunzipped:
+    """A gzip stream whose damage (cut short, corrupt, not gzip after its first bytes) is a
+    TriageInputError saying so, not gzip's or zlib's own exception."""
+
+    def __init__(self, stream: gzip.GzipFile):
+        self.stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.read(size)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise TriageInputError(
+                later(
+                    "the gzip file is damaged or cut short (%(error)s); check it with gzip -t", error=str(exc)
+                )
+            ) from None
 
 
 @dataclass
@@ -449,7 +468,8 @@ def _ranking(story: Story | None) -> Callable[[Finding], tuple[int, int, int]]:
 
 
 def triage_text(text: str | bytes, **options: Any) -> TriageResult:
-    data = text.encode("utf-8") if isinstance(text, str) else text
+    # A lone surrogate (text decoded leniently) stays an invalid byte, shown as U+FFFD like any other.
+    data = text.encode("utf-8", errors="surrogatepass") if isinstance(text, str) else text
     return triage_stream(io.BufferedReader(io.BytesIO(data)), **options)
 
 

@@ -48,7 +48,7 @@ def _plain(line: bytes) -> bytes:
         return line
     try:
         found = _message_of(json.loads(line))
-    except ValueError:  # not JSON after all (or cut): read as it is
+    except (ValueError, RecursionError):  # not JSON after all (or cut, or nested past reason): as it is
         return line
     if found is None:
         return line
@@ -76,7 +76,7 @@ def is_json_lines(head: bytes) -> bool:
         if line.startswith(b"{"):
             try:
                 structured += _message_of(json.loads(line)) is not None
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
     return structured * 2 > len(sample)
 
