@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from django.db import models
 
+from core.spreadsheet_cells import formula_safe
 from fleet.inventory_io.records import CSV_COLUMNS, KINDS, PLURALS, csv_columns, to_record
 from fleet.models import Gateway, Gpu, GpuHost, Instance
 
@@ -68,10 +69,12 @@ def _csv(records: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A CSV cell; text a spreadsheet would run as a formula (extra args start with "-",
+    notes may start with "=") gets a leading apostrophe, which the import takes off again."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return ";".join(str(item) for item in value)
-    return str(value)
+        return formula_safe(";".join(str(item) for item in value))
+    return value if isinstance(value, int | float) else formula_safe(str(value))

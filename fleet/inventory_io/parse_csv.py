@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from django.utils.translation import gettext
 
+from core.spreadsheet_cells import formula_text
 from fleet.inventory_io.outcome import ImportError_
 from fleet.inventory_io.records import CSV_COLUMNS, KIND_NOUNS, KINDS, LIST_FIELDS, Record, csv_columns
 from fleet.inventory_io.values import shown_value
@@ -96,6 +97,7 @@ def _fill(record: Record, by_column: dict[str, str], errors: list[ImportError_])
 
 
 def _cell_value(column: str, cell: str) -> str | list[str] | None:
+    cell = formula_text(cell)  # the export's guard against spreadsheets running it, taken off
     if not cell:
         return None
     if column in LIST_FIELDS:

@@ -63,6 +63,16 @@ def test_importing_the_inventory_s_own_export_plans_no_changes(small_fleet, fmt)
     assert plan.counts == {"create": 0, "update": 0, "unchanged": 5}
 
 
+def test_a_csv_export_opens_in_a_spreadsheet_without_running_a_formula_and_imports_unchanged(small_fleet):
+    Instance.objects.filter(pk=small_fleet.pk).update(extra_args="--enforce-eager")
+    small_fleet.host.notes = '=HYPERLINK("http://evil.example/","click")'
+    small_fleet.host.save()
+    exported = export_inventory(fmt="csv")
+    assert ",'--enforce-eager," in exported and "'=HYPERLINK" in exported
+    plan = plan_import(text=exported, fmt="csv")
+    assert plan.ok and plan.counts["update"] == 0
+
+
 def test_the_export_lists_objects_sorted_by_their_natural_key():
     for name in ["node-c", "node-a", "node-b"]:
         make_host(name=name)
