@@ -227,6 +227,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(BROKER_DIR),
         "control_folder": str(BROKER_DIR / "control"),  # kombu's default is ./control
         "store_processed": False,
+        # kombu reads the folder every polling_interval seconds (1 by default) once the
+        # worker holds its prefetched tasks: at most two tasks a second, so a stream of
+        # Alertmanager deliveries queued the probe cycles minutes behind it (make soak).
+        "polling_interval": 0.1,
     }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The broker URL as the GPU hosts' agents reach it (shown in their set-up on the host page):

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import honcho.manager
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from honcho.compat import ProcessManager
@@ -24,6 +25,10 @@ from honcho.manager import SIGNALS, Manager
 from honcho.printer import Printer
 
 STOP_SIGNAL_CODES = {entry["rc"] for entry in SIGNALS.values()}
+# honcho kills what has not stopped KILL_WAIT seconds after Ctrl-C (5 by default). A worker on
+# the embedded filesystem broker takes about 6 s to finish its cold shutdown (make soak saw it
+# killed in half its runs), so it gets longer.
+honcho.manager.KILL_WAIT = 15
 
 
 class _LeaderOnly(ProcessManager):
