@@ -12,6 +12,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fuzz.strategies import mutated
 from tests.hang import ends
 from tests.tools.test_dependency_audit import LATEST_SOURCE, RANGES_SOURCE, advisory
 from tools.advisory_db import AdvisoryDatabaseError, dump_database, load_database, merge_sources
@@ -36,15 +37,6 @@ JSON = st.recursive(
 )
 
 
-@st.composite
-def mutated(draw, text=DATABASE):
-    for _ in range(draw(st.integers(1, 6))):
-        at = draw(st.integers(0, len(text)))
-        cut = draw(st.integers(0, 3))
-        text = text[:at] + draw(st.one_of(SYNTAX, st.text(max_size=3))) + text[at + cut :]
-    return text
-
-
 def _load(body: bytes) -> None:
     with tempfile.TemporaryDirectory() as directory:
         (Path(directory) / "advisories.json").write_bytes(body)
@@ -52,7 +44,7 @@ def _load(body: bytes) -> None:
             load_database(directory=Path(directory))
 
 
-@given(mutated())
+@given(mutated([DATABASE], SYNTAX, max_edits=6))
 def test_a_damaged_database_file_is_read_or_refused_with_its_own_error(text):
     ends(_load, text.encode("utf-8", "surrogatepass"))
 

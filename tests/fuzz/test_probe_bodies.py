@@ -17,23 +17,13 @@ from fleet.probes.readiness import _parse
 from fleet.probes.scrape import parse_exposition
 from fleet.probes.streaming import _decode
 from tests.fleet.test_dcgm import EXPORTER_TEXT
+from tests.fuzz.strategies import mutated
 from tests.hang import ends
 from tests.probes.test_scrape import V0_7, V0_11
 
 PAGES = [V0_7, V0_11]
 # The characters that matter to the exposition format, often, beside any others.
 SYNTAX = st.sampled_from(list('{}"=,\\ \t\n#+-.eE0123456789') + ["le", "Inf", "NaN", "_bucket"])
-
-
-@st.composite
-def mutated(draw, pages=PAGES, alphabet=SYNTAX):
-    """A real page with a few characters inserted, deleted or replaced."""
-    text = draw(st.sampled_from(pages))
-    for _ in range(draw(st.integers(1, 8))):
-        at = draw(st.integers(0, len(text)))
-        cut = draw(st.integers(0, 3))
-        text = text[:at] + draw(st.one_of(alphabet, st.text(max_size=3))) + text[at + cut :]
-    return text
 
 
 def _parse_page(text: str) -> None:
@@ -44,7 +34,7 @@ def _parse_page(text: str) -> None:
 # The case that once hung the prober is rare among mutations (about 1 in 70 pages): more
 # examples here than the profile's default, which are cheap.
 @settings(max_examples=max(400, settings().max_examples))
-@given(mutated())
+@given(mutated(PAGES, SYNTAX))
 def test_a_mutated_metrics_page_parses_or_is_garbage_and_always_ends(text):
     ends(_parse_page, text)
 
@@ -69,7 +59,7 @@ def _stream_chunk(payload: str) -> None:
             dialect.parse_event(_decode(payload))
 
 
-@given(mutated(pages=[c.removeprefix("data: ") for c in CHUNKS], alphabet=JSON_SYNTAX))
+@given(mutated([c.removeprefix("data: ") for c in CHUNKS], JSON_SYNTAX))
 def test_a_mutated_stream_chunk_is_an_event_or_garbage_for_every_engine(payload):
     ends(_stream_chunk, payload)
 
@@ -101,7 +91,7 @@ class _Answer:
     st.binary(max_size=300)
     | st.text(max_size=300).map(str.encode)
     | mutated(
-        pages=[
+        texts=[
             '{"data":[{"id":"m","object":"model"}]}',
             '{"version":"0.11.2"}',
             '{"model_id":"m","max_input_tokens":4}',
@@ -127,7 +117,7 @@ def _read_dcgm(text: str) -> None:
 
 
 @settings(max_examples=max(200, settings().max_examples))
-@given(mutated(pages=[EXPORTER_TEXT]))
+@given(mutated([EXPORTER_TEXT], SYNTAX))
 def test_a_mutated_dcgm_exporter_page_reads_or_is_refused_clearly(text):
     ends(_read_dcgm, text)
 
