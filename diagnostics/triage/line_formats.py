@@ -54,7 +54,9 @@ def _plain(line: bytes) -> bytes:
         return line
     level, message = found
     text = message.rstrip("\r\n").replace("\r\n", "\n").replace("\n", NEWLINE_MARK)
-    return f"{level} {text}".strip().encode("utf-8")
+    # A lone surrogate ("\ud800" in the JSON, or its bytes) stays the bytes it was: an invalid
+    # byte like any other, shown as U+FFFD.
+    return f"{level} {text}".strip().encode("utf-8", errors="surrogatepass")
 
 
 def _json_lines(chunk: bytes) -> bytes:

@@ -89,3 +89,9 @@ def test_the_sources_name_the_engines_beyond_vllm():
     }
     for name, head in heads.items():
         assert name in sources.detect(head.encode()), name
+
+
+def test_a_lone_surrogate_in_a_json_message_is_kept_as_an_invalid_byte_not_raised():
+    lines = b'{"level": "error", "msg": "bad \\ud800 char"}\n' * 6
+    assert line_formats.unwrapper(lines)(lines).split(b"\n")[0] == b"ERROR bad \xed\xa0\x80 char"
+    assert triage_text(lines).lines == 6
