@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -172,7 +173,7 @@ class Policy:
             return
         self.check_name(host)
         if resolve:
-            for address in resolved(host, port, timeout=SAVE_RESOLVE_S):
+            for address in _resolved_for_save(host):
                 self.check_address(address, port)
 
 
@@ -188,6 +189,23 @@ def _getaddrinfo(host: str, port: int) -> list[Address]:
     except (OSError, UnicodeError):
         return []
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+
+
+# An import saves thousands of URLs, many on one name: each name is resolved once a minute.
+SAVE_RESOLVE_TTL_S = 60.0
+_SAVED_NAMES: dict[str, tuple[float, list[Address]]] = {}
+
+
+def _resolved_for_save(host: str) -> list[Address]:
+    now = time.monotonic()
+    cached = _SAVED_NAMES.get(host)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    found = resolved(host, 0, timeout=SAVE_RESOLVE_S)
+    if len(_SAVED_NAMES) >= 4096:
+        _SAVED_NAMES.clear()
+    _SAVED_NAMES[host] = (now + SAVE_RESOLVE_TTL_S, found)
+    return found
 
 
 def resolved(host: str, port: int, *, timeout: float | None = None) -> list[Address]:

@@ -39,21 +39,20 @@ def _refused(exc: target_policy.TargetRefused) -> RefusedByPolicy:
     return RefusedByPolicy(f"refused by the probe target policy: {exc}")
 
 
-def _check_name(host: str) -> None:
-    try:
-        target_policy.policy().check_name(host)
-    except target_policy.TargetRefused as exc:
-        raise _refused(exc) from exc
-
-
 def _checked(host: str, port: int, addresses: Iterable[str]) -> list[str]:
+    """The addresses to connect to, each allowed by the policy (a name is checked too);
+    RefusedByPolicy when any is not, or when a name resolved to none."""
     policy = target_policy.policy()
     found = list(dict.fromkeys(addresses))
     try:
+        if not _literal(host):
+            policy.check_name(host)
         for address in found:
             policy.check_address(address, port)
     except target_policy.TargetRefused as exc:
         raise _refused(exc) from exc
+    if not found:
+        raise httpcore.ConnectError(f"{host} does not resolve")
     return found
 
 
@@ -69,18 +68,8 @@ class GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        if _literal(host):
-            addresses = _checked(host, port, [host])
-        else:
-            _check_name(host)
-            try:
-                with anyio.fail_after(timeout):
-                    infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except TimeoutError:
-                raise httpcore.ConnectTimeout(f"resolving {host} took over {timeout:g} s") from None
-            except OSError as exc:
-                raise httpcore.ConnectError(str(exc)) from exc
-            addresses = _checked(host, port, [str(info[4][0]) for info in infos])
+        found = [host] if _literal(host) else await self._resolve(host, port, timeout)
+        addresses = _checked(host, port, found)
         error: Exception | None = None
         for address in addresses:
             try:
@@ -89,7 +78,18 @@ class GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc
-        raise error or httpcore.ConnectError(f"{host} resolved to no address")
+        raise error  # type: ignore[misc]  (addresses is never empty: _checked says so)
+
+    @staticmethod
+    async def _resolve(host: str, port: int, timeout: float | None) -> list[str]:
+        try:
+            with anyio.fail_after(timeout):
+                infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"resolving {host} took over {timeout:g} s") from None
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        return [str(info[4][0]) for info in infos]
 
     async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
         raise httpcore.ConnectError("probes connect over TCP only")
@@ -110,14 +110,8 @@ class GuardedSyncBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        if _literal(host):
-            addresses = _checked(host, port, [host])
-        else:
-            _check_name(host)
-            resolved = target_policy.resolved(host, port, timeout=timeout)
-            if not resolved:
-                raise httpcore.ConnectError(f"{host} does not resolve")
-            addresses = _checked(host, port, [str(a) for a in resolved])
+        found = [host] if _literal(host) else map(str, target_policy.resolved(host, port, timeout=timeout))
+        addresses = _checked(host, port, found)
         error: Exception | None = None
         for address in addresses:
             try:
@@ -126,7 +120,7 @@ class GuardedSyncBackend(httpcore.NetworkBackend):
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc
-        raise error or httpcore.ConnectError(f"{host} resolved to no address")
+        raise error  # type: ignore[misc]  (addresses is never empty: _checked says so)
 
     def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
         raise httpcore.ConnectError("probes connect over TCP only")

@@ -12,8 +12,6 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.hang import HANG_S, ends  # noqa: F401  (the properties' hang bound, for `from tests.fuzz.conftest import ends`)
-
 settings.register_profile(
     "ci",
     max_examples=60,

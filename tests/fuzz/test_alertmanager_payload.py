@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from incidents.alertmanager_payload import FIRING, RESOLVED, PayloadError, WebhookSpec, parse
-from tests.fuzz.conftest import ends
+from tests.hang import ends
 
 # Values that reach the parser's edges: Go's zero time, offsets that leave UTC's years,
 # nanoseconds, NUL and lone surrogates, the statuses and the version, numbers that are not ints.

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fleet.inventory_io import ImportPlan, UnreadableFile, plan_import, text_of
 from fleet.models import ChangeLogEntry, GpuHost
-from tests.fuzz.conftest import ends
+from tests.hang import ends
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from diagnostics.sizing.bounds import CONFIG_INTS, VISION_INTS
 from diagnostics.sizing.spec_values import spec_from_values
 from diagnostics.sizing_service import SizingInputError, concurrency_chart, size_spec
 from fleet.hostchecks.model_dir import ModelDirFiles
-from tests.fuzz.conftest import ends
+from tests.hang import ends
 
 SHIPPED = [entry.config for entry in catalog.shipped()]
 QUANTIZED = [c for c in SHIPPED if "quantization_config" in c]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from diagnostics.configgen import nginx, nginx_lint
 from tests.configgen.test_nginx_lint import GUIDE_TEMPLATE
-from tests.fuzz.conftest import ends
+from tests.hang import ends
 
 GENERATED = nginx.render(nginx.GENERATOR.spec({}, preset="low_latency"))[0].content
 PIECES = [

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from diagnostics.triage.engine import TriageInputError, triage_stream, triage_text
 from diagnostics.triage_service import triage_paste
-from tests.fuzz.conftest import ends
+from tests.hang import ends
 from tests.triage.access_logs import line as access_line
 
 CORPUS = Path(__file__).resolve().parents[1] / "triage" / "corpus"
