@@ -110,6 +110,7 @@ bench: install
 # (split once by source thread), precision per category, the development half's confusion.
 eval: install
 	$(PY) -m tests.triage.corpus_eval
+	$(PY) -m tests.triage.learned_baseline
 	$(PY) -m tests.sizing_eval.scratch_eval
 
 # The fuzz properties (tests/fuzz) with fresh seeds and 50x the examples `make test` runs.
