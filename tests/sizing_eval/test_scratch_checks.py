@@ -108,9 +108,9 @@ def test_the_median_token_error_stays_where_it_is(results):
 def test_the_worst_errors_stay_where_they_are(results):
     both = scratch_eval.score(results.values())
     assert both.tokens_worst <= 19.0
-    # gpt-oss-120b on one H100: 3.33 GiB left of 71.26 GiB; a 1 % error in the other terms
-    # is 20 % of what is left, and the calculator predicts no room at all.
-    assert both.available_worst <= 150.0
+    # gpt-oss-120b on one H100 at utilization 0.95: 3.33 GiB left of 75.22 GiB; a 1 % error in
+    # the other terms is 23 % of what is left.
+    assert both.available_worst <= 26.0
     # Next worst: Llama 3.3 70B FP8 on one H100 with an FP8 KV cache, 5.11 GiB left of 75.2 GiB
     # (+18.3 %), and Qwen2.5-7B-AWQ on an RTX 4080 under WSL2 (-16.9 %).
     without_it = [r for r in results.values() if r.case["id"] != "llmd-gpt-oss-120b-h100"]
