@@ -36,6 +36,11 @@ FAULTS: dict[str, dict] = {
     "gpu_xid": {"xid": 79},
     "engine_dead": {},
     "engine_stall": {},
+    "engine_asleep": {"level": 1},
+    "waiting_deferred": {"n": 20},
+    "prefix_cache_collapse": {"keep": 0.02},
+    "spec_decode_low_acceptance": {"acceptance": 0.05},
+    "lora_starving": {},
 }
 LIFE_S = (20.0, 90.0)
 TIMEOUT_S = 15.0

@@ -5,6 +5,14 @@ they stay consistent: the request_success counts sum to the e2e histogram's coun
 generation_tokens is exactly the number of tokens emitted. A request that ends without a
 first token (aborted while waiting) is counted in the success counter, e2e and the
 request-size histograms, but not in the first-token, queue or phase histograms.
+
+Prompt tokens are split by where their KV came from when the first token is sampled
+(vllm:prompt_tokens_by_source): computed here, found in the local prefix cache, or
+transferred from another instance; the three add up to prompt_tokens. Speculative decoding
+counts drafts, drafted and accepted tokens, and acceptances per draft position, as vLLM's
+SpecDecodingStats does. LoRA keeps every (running, waiting) adapter set the engine has
+reported with the time it last did: vllm:lora_requests_info is a gauge set to the current
+time under those labels, so old label sets stay on the page with older values.
 """
 
 from __future__ import annotations
@@ -14,6 +22,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fleet.simulator.histograms import REQUEST_PARAMS_N, BucketSet, Histogram, build_1_2_5_buckets
+
+LOCAL_COMPUTE = "local_compute"
+LOCAL_CACHE_HIT = "local_cache_hit"
+EXTERNAL_KV_TRANSFER = "external_kv_transfer"
+PROMPT_TOKEN_SOURCES = (LOCAL_COMPUTE, LOCAL_CACHE_HIT, EXTERNAL_KV_TRANSFER)
 
 
 @dataclass
@@ -29,6 +42,12 @@ class EngineStats:
     prefix_hits_tokens: int = 0
     prefill_steps: int = 0
     decode_steps: int = 0
+    prompt_tokens_by_source: Counter[str] = field(default_factory=Counter)
+    spec_drafts: int = 0
+    spec_draft_tokens: int = 0
+    spec_accepted_tokens: int = 0
+    spec_accepted_per_pos: list[int] = field(default_factory=list)
+    lora_info: dict[tuple[str, str], float] = field(default_factory=dict)  # (running, waiting) -> wall time
 
     def __post_init__(self) -> None:
         b = self.buckets
@@ -56,9 +75,14 @@ class EngineStats:
     def finished_total(self) -> int:
         return sum(self.finished.values())
 
-    def record_first_token(self, *, ttft_s: float, prompt_tokens: int) -> None:
+    def record_first_token(
+        self, *, ttft_s: float, prompt_tokens: int, cache_hit: int = 0, transferred: int = 0
+    ) -> None:
         self.time_to_first_token.observe(ttft_s)
         self.prompt_tokens += prompt_tokens
+        self.prompt_tokens_by_source[LOCAL_CACHE_HIT] += cache_hit
+        self.prompt_tokens_by_source[EXTERNAL_KV_TRANSFER] += transferred
+        self.prompt_tokens_by_source[LOCAL_COMPUTE] += prompt_tokens - cache_hit - transferred
 
     def record_tokens(self, *, count: int) -> None:
         self.generation_tokens += count
@@ -69,6 +93,19 @@ class EngineStats:
             self.prefill_steps += times
         else:
             self.decode_steps += times
+
+    def record_spec_draft(self, *, draft_tokens: int, accepted: int) -> None:
+        """One draft of draft_tokens proposals whose first `accepted` were accepted."""
+        if len(self.spec_accepted_per_pos) < draft_tokens:
+            self.spec_accepted_per_pos.extend([0] * (draft_tokens - len(self.spec_accepted_per_pos)))
+        self.spec_drafts += 1
+        self.spec_draft_tokens += draft_tokens
+        self.spec_accepted_tokens += accepted
+        for position in range(accepted):
+            self.spec_accepted_per_pos[position] += 1
+
+    def record_lora(self, *, running: str, waiting: str, wall: float) -> None:
+        self.lora_info[(running, waiting)] = wall
 
     def record_prefix_lookup(self, *, queried: int, hit: int) -> None:
         self.prefix_queries_tokens += queried

@@ -26,6 +26,27 @@ each kind does is applied by the instance (instance.py) and the servers:
                       the instance does not have is refused (400 listing its indices)
   engine_dead         the engine is dead: /health 500 (<=0.10) or 503 (0.11+), requests 500
   engine_stall        the engine stops stepping but /health stays 200 (vllm#39863)
+
+vLLM V1 states the console judges (docs/vllm-metrics.md §6); the metrics they show follow
+the instance's version (vllm_versions.py):
+  engine_asleep       level 1 or 2: the engine sleeps as after POST /sleep?level=N:
+                      vllm:engine_sleep_state says so, /health stays 200, GET /is_sleeping
+                      (dev mode) answers {"is_sleeping":true}, KV usage drops to 0 and
+                      requests wait, unanswered, until it wakes (the fault is cleared)
+  waiting_deferred    n >= 1: keeps n requests waiting for a KV transfer, counted as
+                      num_requests_waiting_by_reason{reason="deferred"}, not "capacity";
+                      the scheduler passes over them. Cleared, their KV "arrives": they
+                      run, their prompts counted as prompt_tokens_by_source
+                      {source="external_kv_transfer"}
+  prefix_cache_collapse  keep in [0, 1]: only that share of the usual prefix-cache hits
+                      is found (a routing change that scatters sessions): prefix_cache_hits
+                      stalls while prefix_cache_queries goes on
+  spec_decode_low_acceptance  acceptance in [0, 1]: each draft token is accepted with that
+                      chance (speculative decoding that costs more than it saves); no
+                      effect on an instance without speculative decoding
+  lora_starving       no LoRA adapter can be scheduled: their requests wait as "deferred",
+                      vllm:lora_requests_info lists them as waiting and none as running;
+                      no effect on an instance without LoRA adapters
 """
 
 from __future__ import annotations
@@ -53,6 +74,11 @@ class FaultKind(StrEnum):
     GPU_XID = "gpu_xid"
     ENGINE_DEAD = "engine_dead"
     ENGINE_STALL = "engine_stall"
+    ENGINE_ASLEEP = "engine_asleep"
+    WAITING_DEFERRED = "waiting_deferred"
+    PREFIX_CACHE_COLLAPSE = "prefix_cache_collapse"
+    SPEC_DECODE_LOW_ACCEPTANCE = "spec_decode_low_acceptance"
+    LORA_STARVING = "lora_starving"
 
 
 class FaultError(ValueError):
@@ -104,6 +130,21 @@ FAULT_KINDS: dict[FaultKind, dict[str, Param]] = {
     FaultKind.GPU_XID: {"xid": Param(int, 79, 1, 1000), "gpu": Param(int, None, 0, 63, hint=GPU_HINT)},
     FaultKind.ENGINE_DEAD: {},
     FaultKind.ENGINE_STALL: {},
+    FaultKind.ENGINE_ASLEEP: {
+        "level": Param(int, 1, 1, 2, hint="1: weights offloaded to CPU, 2: weights and KV cache discarded")
+    },
+    FaultKind.WAITING_DEFERRED: {
+        "n": Param(int, 20, 1, 100_000, hint="requests kept waiting for a KV transfer"),
+        "prompt_tokens": Param(int, 1000, 1, 10_000_000),
+        "output_tokens": Param(int, 200, 1, 1_000_000),
+    },
+    FaultKind.PREFIX_CACHE_COLLAPSE: {
+        "keep": Param(float, 0.02, 0.0, 1.0, hint="the share of the usual prefix-cache hits still found")
+    },
+    FaultKind.SPEC_DECODE_LOW_ACCEPTANCE: {
+        "acceptance": Param(float, 0.05, 0.0, 1.0, hint="the chance that each draft token is accepted")
+    },
+    FaultKind.LORA_STARVING: {},
 }
 _DURATION = Param(float, None, 0.0, 10_000_000.0, exclusive=True, hint="seconds until it clears itself")
 

@@ -4,9 +4,11 @@ Each instance has its own aiohttp AppRunner and listening socket; one shared tic
 drives every engine (not a task per instance), so a thousand instances start in seconds
 and idle cheaply. An optional control port (control_routes.py) serves every instance's
 /_sim routes, so an instance that crashed or refuses connections can still be inspected and
-restarted.
+restarted. Gateways (gateway.py: nginx-like reverse proxies in front of some instances)
+start after the instances and stop before them.
 
-    async:   runner = FleetRunner(control_port=None); await runner.start(specs); ...; await runner.stop()
+    async:   runner = FleetRunner(control_port=None); await runner.start(specs, gateways=()); ...
+             await runner.stop()
     threads: with SimulatorThread(specs) as sim:
                  httpx.get(sim.url("vllm-a") + "/health")
                  sim.inject("vllm-a", {"kind": "hang", "duration_s": 2})
@@ -27,6 +29,7 @@ from aiohttp import web
 
 from fleet.simulator.control_routes import control_app
 from fleet.simulator.faults import FaultKind
+from fleet.simulator.gateway import GatewaySpec, SimGateway, add_gateway_routes, resolve_upstreams
 from fleet.simulator.instance import SimInstance, listening_socket
 from fleet.simulator.scenario_player import play
 from fleet.simulator.spec import InstanceSpec
@@ -53,6 +56,7 @@ class FleetRunner:
     ) -> None:
         self.tick_s = tick_s
         self.instances: dict[str, SimInstance] = {}
+        self.gateways: dict[str, SimGateway] = {}
         self.control_port = control_port
         self.control_host = control_host
         self._on_crash = on_crash
@@ -60,9 +64,10 @@ class FleetRunner:
         self._ticker: asyncio.Task[None] | None = None
         self._control: web.AppRunner | None = None
 
-    async def start(self, specs: Sequence[InstanceSpec]) -> None:
+    async def start(self, specs: Sequence[InstanceSpec], gateways: Sequence[GatewaySpec] = ()) -> None:
         _check_unique(specs)
-        raise_open_file_limit(needed=len(specs) * 4 + 256)
+        _check_gateways(gateways, specs)
+        raise_open_file_limit(needed=len(specs) * 4 + len(gateways) * 64 + 256)
         loop = asyncio.get_running_loop()
         for spec in specs:
             self.instances[spec.name] = SimInstance(
@@ -72,6 +77,7 @@ class FleetRunner:
             items = list(self.instances.values())
             for i in range(0, len(items), START_BATCH):
                 await asyncio.gather(*(_listen(inst) for inst in items[i : i + START_BATCH]))
+            await self._start_gateways(gateways)
             if self.control_port is not None:
                 await self._start_control()
         except BaseException:
@@ -85,6 +91,7 @@ class FleetRunner:
             self._ticker.cancel()
             await asyncio.gather(self._ticker, return_exceptions=True)
             self._ticker = None
+        await asyncio.gather(*(gw.unlisten() for gw in self.gateways.values()), return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -93,11 +100,31 @@ class FleetRunner:
             await self._control.cleanup()
             self._control = None
 
+    async def _start_gateways(self, specs: Sequence[GatewaySpec]) -> None:
+        urls = {
+            name: f"http://{_url_host(inst.spec.host)}:{inst.port}" for name, inst in self.instances.items()
+        }
+        for spec in specs:
+            gateway = SimGateway(spec, resolve_upstreams(spec, urls))
+            try:
+                await gateway.listen()
+            except OSError as exc:
+                raise OSError(
+                    f"gateway {spec.name} cannot listen on {spec.host}:{spec.port}: {exc.strerror}"
+                ) from exc
+            self.gateways[spec.name] = gateway
+
+    def gateway(self, name: str) -> SimGateway:
+        try:
+            return self.gateways[name]
+        except KeyError:
+            raise KeyError(f"no simulated gateway {name!r}; running: {', '.join(self.gateways)}") from None
+
     async def _start_control(self) -> None:
         """The control port (control_routes.py): /_sim for every instance, even a crashed one."""
-        self._control = web.AppRunner(
-            control_app(self), handle_signals=False, access_log=None, shutdown_timeout=0.25
-        )
+        app = control_app(self)
+        add_gateway_routes(app, self)
+        self._control = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.25)
         await self._control.setup()
         try:
             sock = listening_socket(self.control_host, self.control_port)
@@ -157,6 +184,21 @@ def _check_unique(specs: Sequence[InstanceSpec]) -> None:
         raise ValueError(f"ports must be unique: {sorted({p for p in ports if ports.count(p) > 1})}")
 
 
+def _check_gateways(gateways: Sequence[GatewaySpec], specs: Sequence[InstanceSpec]) -> None:
+    names = [g.name for g in gateways]
+    if len(set(names)) != len(names):
+        raise ValueError(f"gateway names must be unique: {sorted({n for n in names if names.count(n) > 1})}")
+    taken = {s.port for s in specs if s.port}
+    ports = [g.port for g in gateways if g.port]
+    clashes = sorted({p for p in ports if ports.count(p) > 1 or p in taken})
+    if clashes:
+        raise ValueError(f"gateway ports must differ from each other and from the instances': {clashes}")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def raise_open_file_limit(*, needed: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < needed:
@@ -175,12 +217,14 @@ class SimulatorThread:
         self,
         specs: Sequence[InstanceSpec],
         *,
+        gateways: Sequence[GatewaySpec] = (),
         tick_s: float | None = None,
         scenario: Any = None,
         control_port: int | None = None,
         start_timeout_s: float = 60.0,
     ) -> None:
         self.specs = list(specs)
+        self.gateway_specs = list(gateways)
         self.runner = FleetRunner(tick_s=tick_s, control_port=control_port)
         self.scenario = scenario
         self.start_timeout_s = start_timeout_s
@@ -222,7 +266,7 @@ class SimulatorThread:
 
     async def _main(self) -> None:
         self._stopping = asyncio.Event()
-        await self.runner.start(self.specs)
+        await self.runner.start(self.specs, self.gateway_specs)
         if self.scenario is not None:
             self.runner.spawn(play(self.scenario, self.runner))
         self._ready.set()
@@ -235,6 +279,9 @@ class SimulatorThread:
     def _wait_until_ports_accept(self) -> None:
         for inst in self.runner.instances.values():
             with socket.create_connection((inst.spec.host, inst.port), timeout=5):
+                pass
+        for gateway in self.runner.gateways.values():
+            with socket.create_connection((gateway.spec.host, gateway.port), timeout=5):
                 pass
 
     # -- thread-safe access ----------------------------------------------------------------
@@ -257,6 +304,14 @@ class SimulatorThread:
     def url(self, name: str) -> str:
         inst = self.runner.instance(name)
         return f"http://{inst.spec.host}:{inst.port}"
+
+    def gateway_url(self, name: str) -> str:
+        return self.runner.gateway(name).url
+
+    def set_gateway(self, name: str, **knobs: Any) -> dict[str, Any]:
+        """Change a gateway's added_latency_s / read_timeout_s (GatewayError on bad input)."""
+        gateway = self.runner.gateway(name)
+        return self.call(gateway.set_knobs, knobs)
 
     def state(self, name: str) -> dict[str, Any]:
         return self.call(lambda: self.runner.instance(name).state())

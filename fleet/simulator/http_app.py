@@ -1,6 +1,6 @@
 """The aiohttp application every simulated instance serves, whatever its engine.
 
-An engine's server (vllm_server, tgi_server, ollama_server) is an `EngineServer`: its
+An engine's server (vllm_server, tgi_server, ollama_server, sglang_server) is an `EngineServer`: its
 routes, its bodies for a failed request and for an unknown path, and the handlers that
 /metrics is counted under. `build_app` adds what all of them share: the /_sim control
 routes, the HTTP-level faults (rate_limited, hang, slow_headers, http_500/503), an access

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from fleet.simulator import vllm_versions
 from fleet.simulator.engine import Engine, EngineRequest, RequestState
+from fleet.simulator.engine_effects import apply_engine_effects
 from fleet.simulator.engine_stats import EngineStats
 from fleet.simulator.faults import Fault, FaultBook, FaultKind, check_gpus, parse_fault
 from fleet.simulator.generation import Generation
@@ -30,6 +31,8 @@ from fleet.simulator.instance_state import instance_state
 from fleet.simulator.metrics_faults import huge_metrics, malformed_metrics
 from fleet.simulator.nvml_readings import GpuLoad, gpu_indices, nvml_reading
 from fleet.simulator.ollama_server import OllamaServer
+from fleet.simulator.sglang_metrics import sglang_buckets
+from fleet.simulator.sglang_server import SglangServer
 from fleet.simulator.spec import InstanceSpec, LoadProfile
 from fleet.simulator.spec_mapping import load_profile_from_mapping
 from fleet.simulator.tgi_metrics import tgi_buckets
@@ -38,7 +41,12 @@ from fleet.simulator.timing import perf_model_for
 from fleet.simulator.traffic import Traffic
 from fleet.simulator.vllm_server import VllmServer
 
-SERVERS: dict[str, type[EngineServer]] = {"vllm": VllmServer, "tgi": TgiServer, "ollama": OllamaServer}
+SERVERS: dict[str, type[EngineServer]] = {
+    "vllm": VllmServer,
+    "tgi": TgiServer,
+    "ollama": OllamaServer,
+    "sglang": SglangServer,
+}
 SHUTDOWN_TIMEOUT_S = 0.25  # in-flight handlers get this long before they are cancelled
 GO_DOWN_DELAY_S = 0.05  # lets the response to the POST that crashed us leave first
 ACCESS_LOG_LINES = 2000
@@ -199,6 +207,7 @@ class SimInstance:
         self.engine.pool.reserve_fraction(self.faults.param(FaultKind.KV_NEAR_FULL, "fraction") or 0.0)
         if FaultKind.QUEUE_BACKLOG not in self.faults:
             self._backlog = []
+        apply_engine_effects(self.engine, spec=self.spec, faults=self.faults)
 
     def _crash(self, fault: Fault) -> None:
         self.exit_code = fault.params["exit_code"]
@@ -276,8 +285,13 @@ class SimInstance:
 
 
 def new_engine(spec: InstanceSpec, *, now: float) -> Engine:
+    num_gpu_blocks, block_size = spec.num_gpu_blocks, spec.block_size
     if spec.engine == "tgi":
         stats = EngineStats(buckets=tgi_buckets(spec))
+    elif spec.engine == "sglang":
+        stats = EngineStats(buckets=sglang_buckets(spec))
+        # SGLang's KV pool is counted in tokens (page size 1): the same memory, 1-token pages.
+        num_gpu_blocks, block_size = spec.num_gpu_blocks * spec.block_size, 1
     else:
         early = (
             spec.engine == "vllm"
@@ -290,12 +304,13 @@ def new_engine(spec: InstanceSpec, *, now: float) -> Engine:
     return Engine(
         perf=perf_model_for(spec),
         stats=stats,
-        num_gpu_blocks=spec.num_gpu_blocks,
-        block_size=spec.block_size,
+        num_gpu_blocks=num_gpu_blocks,
+        block_size=block_size,
         max_num_seqs=spec.max_num_seqs,
         max_num_batched_tokens=spec.max_num_batched_tokens,
         enable_prefix_caching=bool(spec.enable_prefix_caching),
         now=now,
+        seed=spec.seed,
     )
 
 
@@ -310,6 +325,8 @@ def _process_name(spec: InstanceSpec) -> str:
         return "/usr/bin/ollama"
     if spec.engine == "tgi":
         return "/opt/conda/bin/python3.11"
+    if spec.engine == "sglang":  # setproctitle of the scheduler that holds the GPU (rank 0's)
+        return "sglang::scheduler" if spec.gpu_count == 1 else "sglang::scheduler_TP0"
     if vllm_versions.metric_generation(spec.version) is vllm_versions.MetricGeneration.V0:
         return "python3"
     return "VLLM::EngineCore"

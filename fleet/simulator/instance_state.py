@@ -47,6 +47,8 @@ def _scheduler(instance: SimInstance) -> dict[str, Any]:
         "kv_cache_usage": round(pool.usage, 4),
         "busy_fraction": round(engine.busy_fraction, 3),
         "stalled": engine.knobs.stalled,
+        "sleep_level": engine.sleep_level,
+        "waiting_deferred": engine.waiting_by_reason()[1],
     }
 
 

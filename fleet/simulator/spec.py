@@ -6,6 +6,13 @@ a built spec always holds numbers. The KV sizing here is deliberately simple:
     KV bytes = GPU memory x gpu_memory_utilization x gpu_count - weights - activations
     blocks   = KV bytes / (KV bytes per token x block_size)
 (corrections #1: utilization is the share of *total* memory, weights included).
+
+vLLM options that change what /metrics shows (docs/vllm-metrics.md): api_server_count
+(--api-server-count; above 1 the page comes from prometheus_client's multiprocess mode),
+num_speculative_tokens (--speculative-config; 0 is off) with the draft acceptance it
+reaches, lora_adapters (--enable-lora with --lora-modules) and max_loras (--max-loras),
+dev_mode (VLLM_SERVER_DEV_MODE=1: the /sleep, /wake_up and /is_sleeping routes) and
+show_hidden_metrics_for_version (--show-hidden-metrics-for-version).
 """
 
 from __future__ import annotations
@@ -17,8 +24,8 @@ from fleet import gpu_catalog
 from fleet.simulator import vllm_versions
 from fleet.simulator.model_sizes import kv_bytes_per_token_guess
 
-ENGINES = ("vllm", "tgi", "ollama")
-DEFAULT_VERSIONS = {"vllm": "0.11.2", "tgi": "3.3.4", "ollama": "0.12.3"}
+ENGINES = ("vllm", "tgi", "ollama", "sglang")
+DEFAULT_VERSIONS = {"vllm": "0.11.2", "tgi": "3.3.4", "ollama": "0.12.3", "sglang": "0.5.10"}
 GIB = 1024**3
 MIB = 1024**2
 _FP8_KV = {"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
@@ -102,6 +109,13 @@ class InstanceSpec:
     cuda_version: str = "12.8"
     gpus: tuple[GpuSlot, ...] = ()
     gpu_host: str = ""  # the inventory host it runs on: GET /_sim/hosts/{gpu_host}/dcgm serves its GPUs
+    api_server_count: int = 1  # vLLM --api-server-count
+    num_speculative_tokens: int = 0  # vLLM --speculative-config; 0: no speculative decoding
+    spec_acceptance: float = 0.7  # chance each draft token is accepted, given the ones before it
+    lora_adapters: tuple[str, ...] = ()  # vLLM --lora-modules names; (): LoRA off
+    max_loras: int = 1  # vLLM --max-loras: adapters that can run at once
+    dev_mode: bool = False  # VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up, /is_sleeping
+    show_hidden_metrics_for_version: str = ""  # vLLM --show-hidden-metrics-for-version
     load: LoadProfile = field(default_factory=LoadProfile)
     seed: int = 0
 
@@ -116,6 +130,16 @@ class InstanceSpec:
         _check(self.gpu_count >= 1, "gpu_count", "must be >= 1")
         _check(self.block_size >= 1, "block_size", "must be >= 1")
         _check(self.params_b > 0, "params_b", "must be > 0")
+        _check(1 <= self.api_server_count <= 64, "api_server_count", "must be between 1 and 64")
+        _check(0 <= self.num_speculative_tokens <= 32, "num_speculative_tokens", "must be between 0 and 32")
+        _check(0 <= self.spec_acceptance <= 1, "spec_acceptance", "must be between 0 and 1")
+        _check(self.max_loras >= 1, "max_loras", "must be >= 1")
+        _check(
+            all(name and "," not in name for name in self.lora_adapters)
+            and len(set(self.lora_adapters)) == len(self.lora_adapters),
+            "lora_adapters",
+            "must be distinct names without commas",
+        )
         try:
             gpu_catalog.get(self.gpu_model)
         except KeyError as exc:
@@ -131,6 +155,12 @@ class InstanceSpec:
                 raise SpecError(f"version: {version!r} is not a version like 0.11.2") from None
         set_ = object.__setattr__  # frozen: derived fields are filled once, here
         set_(self, "version", version)
+        if self.engine == "vllm":
+            _check(
+                vllm_versions.valid_show_hidden(version, self.show_hidden_metrics_for_version),
+                "show_hidden_metrics_for_version",
+                f"vLLM accepts only the release before {version} (e.g. 0.10 for 0.11.x)",
+            )
         set_(self, "active_params_b", self.active_params_b or self.params_b)
         if self.weights_gib is None:
             set_(self, "weights_gib", round(self.params_b * 1e9 * self.weight_bytes_per_param / GIB, 2))

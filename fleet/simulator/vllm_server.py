@@ -29,6 +29,7 @@ from fleet.simulator.openai_errors import (
     field_missing,
     model_not_found,
 )
+from fleet.simulator.sleep_routes import sleep_routes
 from fleet.simulator.stream_bodies import sse_event, start_sse
 
 CHAT = "chat"
@@ -50,6 +51,7 @@ class VllmServer(EngineServer):
             web.get("/v1/models", _models),
             web.post("/v1/chat/completions", _chat),
             web.post("/v1/completions", _completions),
+            *sleep_routes(),
         ]
 
     def not_found(self) -> web.Response:

@@ -69,12 +69,12 @@ GENERATIONS = {
     "0.11.2": {
         "present": {
             "vllm:kv_cache_usage_perc",
-            "vllm:gpu_cache_usage_perc",
             "vllm:inter_token_latency_seconds",
             "vllm:request_time_per_output_token_seconds",
             "vllm:time_per_output_token_seconds",
         },
-        "absent": {"vllm:num_requests_swapped"},
+        # Deprecated in 0.10 (HELP since 0.9.2), hidden in 0.11 (docs/vllm-metrics.md §2).
+        "absent": {"vllm:num_requests_swapped", "vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries"},
     },
     "0.12.0": {
         "present": {

@@ -62,8 +62,8 @@ def test_the_1400_case_surges_from_two_client_ips_for_thirty_minutes():
             "timeline[0].fault.factor: factor must",
         ),
         (
-            _with(instances=[{"name": "a", "engine": "sglang"}]),
-            "instances[0].engine: must be one of vllm, tgi, ollama",
+            _with(instances=[{"name": "a", "engine": "lmdeploy"}]),
+            "instances[0].engine: must be one of vllm, tgi, ollama, sglang",
         ),
         (
             _with(instances=[{"name": "a", "max_model_len": "big"}]),

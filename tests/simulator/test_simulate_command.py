@@ -64,7 +64,7 @@ def test_a_single_crashed_instance_exits_with_its_exit_code():
 
 def test_a_bad_scenario_is_an_error_naming_the_file(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text("name: bad\ninstances: [{name: a, engine: sglang}]\n")
+    path.write_text("name: bad\ninstances: [{name: a, engine: lmdeploy}]\n")
     result = subprocess.run(
         [sys.executable, "manage.py", "simulate", "--scenario", str(path)],
         cwd=ROOT,
@@ -73,4 +73,4 @@ def test_a_bad_scenario_is_an_error_naming_the_file(tmp_path):
         timeout=30,
     )
     assert result.returncode == 1
-    assert "bad.yaml: instances[0].engine: must be one of vllm, tgi, ollama" in result.stderr
+    assert "bad.yaml: instances[0].engine: must be one of vllm, tgi, ollama, sglang" in result.stderr

@@ -2,12 +2,17 @@
 
     manage.py simulate --instances 20 --base-port 9000
     manage.py simulate --from-inventory            # the inventory's loopback instances (demo: 8101-8105)
+                                                   # and gateways (demo: llm-gateway on 8080)
     manage.py simulate --scenario guide-0300-long-prompt-kv-exhaustion.yaml
     manage.py simulate --instances 1 --duration 30
     manage.py simulate --from-inventory --control-port 8199   # /_sim for all, even crashed ones
 
 `make run` starts it with --from-inventory --control-port $SIM_CONTROL_PORT (8199), so
 `manage.py fault` can inject and clear every fault, a crash or refused connections included.
+With --from-inventory, each inventory gateway on http://127.0.0.1 (or localhost) runs too, as
+an nginx-like proxy in front of those of its instances that are simulated
+(fleet/simulator/gateway.py; PATCH /_sim/gateways/{name} on the control port changes its
+added latency).
 
 Prints one line per listening port, runs until SIGINT/SIGTERM (or --duration, or the
 scenario's end), and stops cleanly. When it runs exactly one instance and that instance
@@ -26,6 +31,7 @@ from collections.abc import Sequence
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fleet.simulator.fleet_runner import FleetRunner
+from fleet.simulator.gateway import GatewaySpec, gateway_specs_from_inventory
 from fleet.simulator.scenario_player import play
 from fleet.simulator.scenarios import Scenario, ScenarioError, ScenarioEvent, load_scenario
 from fleet.simulator.spec import InstanceSpec, SpecError, specs_for, specs_from_inventory
@@ -71,7 +77,8 @@ class Command(BaseCommand):
             return
         if not specs:
             raise CommandError("Nothing to simulate.")
-        code = asyncio.run(self._run(specs, scenario, options))
+        gateways = self._gateways(options, specs)
+        code = asyncio.run(self._run(specs, scenario, options, gateways))
         if code:
             raise SystemExit(code)
 
@@ -101,7 +108,21 @@ class Command(BaseCommand):
         except SpecError as exc:
             raise CommandError(str(exc)) from None
 
-    async def _run(self, specs: Sequence[InstanceSpec], scenario: Scenario | None, options: dict) -> int:
+    def _gateways(self, options: dict, specs: Sequence[InstanceSpec]) -> list[GatewaySpec]:
+        if not options["from_inventory"]:
+            return []
+        gateways, notes = gateway_specs_from_inventory(s.name for s in specs)
+        for note in notes:
+            self.stdout.write(note)
+        return gateways
+
+    async def _run(
+        self,
+        specs: Sequence[InstanceSpec],
+        scenario: Scenario | None,
+        options: dict,
+        gateways: Sequence[GatewaySpec] = (),
+    ) -> int:
         loop = asyncio.get_running_loop()
         finished: asyncio.Future[int] = loop.create_future()
 
@@ -117,7 +138,7 @@ class Command(BaseCommand):
 
         runner = FleetRunner(tick_s=options["tick"], on_crash=crashed, control_port=options["control_port"])
         try:
-            await runner.start(specs)
+            await runner.start(specs, gateways)
         except (OSError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -140,6 +161,12 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"listening on http://{spec.host}:{inst.port}  {spec.engine} {spec.version}  "
                 f"{spec.name}  ({spec.served_model_name})"
+            )
+        for gateway in runner.gateways.values():
+            upstreams = ", ".join(gateway.spec.upstreams)
+            self.stdout.write(
+                f"gateway on {gateway.url}  {gateway.spec.kind}  {gateway.spec.name}  -> {upstreams}  "
+                f"(+{gateway.added_latency_s * 1000:g} ms)"
             )
         if runner.control_port is not None:
             self.stdout.write(f"control on http://{runner.control_host}:{runner.control_port}/_sim/instances")
