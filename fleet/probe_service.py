@@ -37,12 +37,16 @@ from fleet.probes.instance_probe import InstanceProbe, probe_many
 from fleet.probes.judgement import Judgement, judge
 from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.scrape import Scrape
-from fleet.probes.target import ProbeLimits, ProbeTarget
+from fleet.probes.target import ProbeLimits, ProbeTarget, gateway_in_front
 from fleet.series import values_from
 
 
 def target_for(instance: Instance) -> ProbeTarget:
-    """Probes go only to inventory instances; the API key is read from the named variable."""
+    """Probes go only to inventory instances; the API key is read from the named variable.
+    A gateway in front of the instance that its base URL does not already point at is timed
+    too (the TTFT breakdown's gateway gap)."""
+    gateways = sorted((g.name, g.url) for g in instance.gateways.all())
+    gateway, gateway_url, through = gateway_in_front(instance.base_url, gateways)
     return ProbeTarget(
         instance_id=instance.pk,
         name=instance.name,
@@ -53,6 +57,8 @@ def target_for(instance: Instance) -> ProbeTarget:
         api_key=os.environ.get(instance.api_key_env) if instance.api_key_env else None,
         max_num_seqs=instance.max_num_seqs,
         max_model_len=instance.max_model_len,
+        gateway=gateway,
+        gateway_url="" if through else gateway_url,
     )
 
 
@@ -339,7 +345,7 @@ def record_probes(
 
 
 def _with_probe_relations(queryset):
-    return queryset.select_related("host", "host__agent").prefetch_related("gpus")
+    return queryset.select_related("host", "host__agent").prefetch_related("gpus", "gateways")
 
 
 def _open_cycle(kind: str) -> ProbeCycle | None:

@@ -48,6 +48,15 @@ SERIES: tuple[Series, ...] = (
     _engine("requests_per_s", "finished requests/s", "per s"),
     _engine("error_rate", "share ending in abort or error", "fraction"),
     _engine("kv_swap", "CPU KV cache used (vLLM 0.7)", "fraction"),
+    # vLLM 0.11+ (docs/vllm-metrics-judgements.md): what the live sizing check, the TTFT
+    # breakdown and the judgements read, kept so they can be charted and alerted on.
+    _engine("num_requests_waiting_capacity", "waiting for capacity", "requests"),
+    _engine("engine_sleep_level", "sleep level (0 awake)", "level"),
+    _engine("prefix_cache_hit_rate", "prefix cache hit rate", "fraction"),
+    _engine("spec_decode_acceptance_rate", "draft tokens accepted", "fraction"),
+    _engine("num_gpu_blocks", "KV cache blocks", "blocks"),
+    _engine("queue_time_mean_s", "queue time (mean)", "s"),
+    _engine("prefill_time_mean_s", "prefill time (mean)", "s"),
     Series("probe_connect_s", "connect", "s", ProbeKind.HEALTH),
     Series("probe_ttfb_s", "TTFB", "s", ProbeKind.HEALTH),
     Series("probe_total_s", "total", "s", ProbeKind.HEALTH),

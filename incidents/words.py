@@ -58,6 +58,7 @@ FAMILIES = {
     "client": pgettext_lazy("category family", "client"),
     "config": pgettext_lazy("category family", "config"),
     "probe": pgettext_lazy("category family", "probe"),
+    "routing": pgettext_lazy("category family", "routing"),
     "other": pgettext_lazy("category family", "other"),
 }
 

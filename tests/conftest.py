@@ -118,6 +118,16 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _default_language():
+    # A request the test client makes in Chinese leaves Chinese active in the thread (Django's
+    # LocaleMiddleware activates, nothing deactivates); the next test starts in the default.
+    yield
+    from django.utils import translation
+
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _migrated_data(request):
     """The rows migrate seeds (role groups, the sizing catalogue, the alert rules): a
     transactional test flushes every table afterwards, so put them back for each test that

@@ -16,6 +16,7 @@ class Engine(models.TextChoices):
     VLLM = "vllm", "vLLM"
     TGI = "tgi", "TGI"
     OLLAMA = "ollama", "Ollama"
+    SGLANG = "sglang", "SGLang"
 
 
 class DType(models.TextChoices):

@@ -428,7 +428,7 @@ def classify(
         *_phases(phases, target, thresholds),
         *_stream(stream, target, thresholds),
         *scrape_findings(scrape),
-        *metric_findings(derived, target, thresholds),
+        *metric_findings(derived, target, thresholds, info=scrape.info if scrape is not None else None),
     ]
     found += gpu_findings(gpus, gpu_indices, thresholds, numa, busy=found)
     findings = _dedupe(found)

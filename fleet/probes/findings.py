@@ -44,6 +44,13 @@ class Category(StrEnum):
     MODEL_MISMATCH = "config.model_name"
     VERSION_MISMATCH = "config.version"
     CLIENT = "client.error"
+    # Proposed taxonomy keys (docs/vllm-metrics-judgements.md): an engine put to sleep, a
+    # prefix cache the router no longer feeds, speculative decoding that slows generation,
+    # LoRA adapters waiting for a slot.
+    ASLEEP = "process.asleep"
+    PREFIX_CACHE = "routing.prefix_cache"
+    SPEC_DECODE = "config.spec_decode"
+    LORA_SLOTS = "rate_limit.lora_slots"
     METRICS = "probe.metrics"
     PROBE_ERROR = "probe.error"
     GARBAGE = "probe.garbage"
@@ -72,6 +79,25 @@ class Thresholds:
     error_ratio: float = 0.05  # the guide's 5 % error-rate alert
     tps_drop_ratio: float = 0.4  # stream tokens/s this share below the instance's usual → TPS
     down_after_failures: int = 3
+    # The judgements of vLLM's newer metrics (docs/vllm-metrics-judgements.md gives the
+    # reasons in full).
+    # Prefix-cache collapse: this window's hit rate below this share of the instance's usual
+    # rate ("far below": a quarter, not a dip), while at least prefix_min_queried_tokens
+    # prompt tokens were looked up in the window (a window of one short prompt says
+    # nothing), and only where the usual rate is at least prefix_min_usual_hit_rate (a
+    # cache that hit 5 % has little to lose).
+    prefix_hit_collapse_ratio: float = 0.25
+    prefix_min_queried_tokens: float = 2000
+    prefix_min_usual_hit_rate: float = 0.2
+    # Speculative decoding: the cost of one drafted token (drafting it and verifying it)
+    # as a share of one decode step of the target model. A step with k drafted tokens costs
+    # about 1 + k × this and yields 1 + a tokens (a accepted per draft), so the drafts cost
+    # more than they save once a < k × this, i.e. once the acceptance rate a / k is below
+    # it. 0.1 is generous to the draft: an EAGLE head or n-gram costs less, a draft model a
+    # tenth of the target's size about this much; the verification's own cost grows with the
+    # batch.
+    spec_decode_token_cost: float = 0.1
+    spec_decode_min_drafts: float = 100  # drafts in the window before acceptance is judged
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -101,6 +101,7 @@ class InstanceProbe:
             "outcome": self.outcome,
             "readiness": health.get("readiness"),
             "phases": health.get("phases"),
+            "gateway_phases": health.get("gateway_phases"),
             "stream": stream.get("stream"),
             "scrape": scrape,
             "gpus": gpu.get("gpus"),
@@ -108,15 +109,16 @@ class InstanceProbe:
         }
 
 
-def phases_request(target: ProbeTarget, *, generate: bool) -> dict[str, Any]:
+def phases_request(target: ProbeTarget, *, generate: bool, via_gateway: bool = False) -> dict[str, Any]:
     """The request the phases are timed on: the dialect's non-streaming one-token generation
     on the engine's native route (so TTFB is the time to the first token), or its health
-    route."""
+    route; with via_gateway, the same generation sent to the gateway in front of it."""
     dialect = dialect_for(target.engine)
     if not generate:
         return {"url": target.url(dialect.health_path), "method": "GET"}
     path, body = dialect.one_token_request(target)
-    return {"url": target.url(path), "method": "POST", "json": body, "headers": target.auth_headers()}
+    url = target.gateway_target_url(path) if via_gateway else target.url(path)
+    return {"url": url, "method": "POST", "json": body, "headers": target.auth_headers()}
 
 
 async def _read_gpus(backend: NvmlBackend | None) -> GpuProbeResult | None:
@@ -136,13 +138,24 @@ async def _nothing() -> None:
 
 async def _health(
     client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, *, light: bool
-) -> tuple[ReadinessResult, PhaseResult]:
+) -> tuple[ReadinessResult, PhaseResult, PhaseResult | None]:
+    """Readiness, the phases of the one-token request and, when a gateway stands in front of
+    the instance (and the probes do not already go through it), the same request's phases
+    through the gateway. The light health check times the health route alone."""
     if light:
         phases = await measure_phases(client=client, limits=limits, **phases_request(target, generate=False))
-        return readiness_from_health_phases(phases, dialect=dialect_for(target.engine)), phases
+        return readiness_from_health_phases(phases, dialect=dialect_for(target.engine)), phases, None
+    through_gateway = (
+        measure_phases(
+            client=client, limits=limits, **phases_request(target, generate=True, via_gateway=True)
+        )
+        if target.gateway_url
+        else _nothing()
+    )
     return await asyncio.gather(
         check_readiness(client=client, target=target, limits=limits),
         measure_phases(client=client, limits=limits, **phases_request(target, generate=True)),
+        through_gateway,
     )
 
 
@@ -190,10 +203,16 @@ async def probe_instance(
         when(ProbeKind.METRICS, lambda: _metrics(client, target, limits, previous_scrape)),
         when(ProbeKind.GPU, lambda: _read_gpus(gpu_backend)),
     )
-    readiness, phases = health or (None, None)
+    readiness, phases, gateway_phases = health or (None, None, None)
     scraped, derived = metrics or (None, {})
     parts = ProbeParts(
-        readiness=readiness, phases=phases, stream=stream, scrape_result=scraped, derived=derived, gpus=gpus
+        readiness=readiness,
+        phases=phases,
+        gateway_phases=gateway_phases,
+        stream=stream,
+        scrape_result=scraped,
+        derived=derived,
+        gpus=gpus,
     )
     return InstanceProbe(
         target=target,

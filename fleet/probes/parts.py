@@ -46,7 +46,7 @@ KIND_OF_SOURCE: dict[str, ProbeKind] = {
 }
 
 _FIELDS_OF_KIND: dict[ProbeKind, tuple[str, ...]] = {
-    ProbeKind.HEALTH: ("readiness", "phases"),
+    ProbeKind.HEALTH: ("readiness", "phases", "gateway_phases"),
     ProbeKind.STREAM: ("stream",),
     ProbeKind.METRICS: ("scrape_result", "derived"),
     ProbeKind.GPU: ("gpus",),
@@ -99,6 +99,7 @@ def _gpus(data: Mapping[str, Any]) -> GpuProbeResult:
 _READERS = {
     "readiness": _readiness,
     "phases": lambda d: _flat(PhaseResult, d),
+    "gateway_phases": lambda d: _flat(PhaseResult, d),
     "stream": lambda d: _flat(StreamResult, d),
     "scrape_result": _scrape_result,
     "derived": lambda d: {str(k): float(v) for k, v in d.items()},
@@ -112,6 +113,7 @@ class ProbeParts:
 
     readiness: ReadinessResult | None = None
     phases: PhaseResult | None = None
+    gateway_phases: PhaseResult | None = None  # the same one-token request through the gateway
     stream: StreamResult | None = None
     scrape_result: ScrapeResult | None = None
     derived: Mapping[str, float] = field(default_factory=dict)

@@ -7,22 +7,41 @@ scrapes, like PromQL's rate()/increase() and histogram_quantile() over the windo
 them, without extrapolation. Canonical input names are listed in `metric_names`.
 
 Derived keys:
-  <gauge>                         every canonical gauge as read (kv_cache_usage, num_requests_running, ...)
+  <gauge>                         every canonical gauge as read (kv_cache_usage, num_requests_running,
+                                  num_requests_waiting_capacity / _deferred, engine_sleep_level,
+                                  num_gpu_blocks, block_size, gpu_memory_utilization,
+                                  kv_capacity_tokens, lora_*_adapters, gen_throughput, ...)
   window_s                        seconds between the two scrapes
   <counter>_per_s                 prompt_tokens_per_s, generation_tokens_per_s, preemptions_per_s,
-                                  prefix_cache_queries_per_s, prefix_cache_hits_per_s
+                                  prefix_cache_queries_per_s, prefix_cache_hits_per_s,
+                                  engine_steps_per_s, scheduled_tokens_per_s, spec_decode_*_per_s
   prefix_cache_hit_rate           Δhits / Δqueries (overrides the 0.7 gauge)
+  prompt_tokens_<source>_per_s    by prompt_tokens_by_source's source: local_compute,
+                                  local_cache_hit, external_kv_transfer
+  iteration_tokens_mean           tokens per engine step (Δsum / Δcount of iteration_tokens_total)
+  spec_decode_acceptance_rate     Δaccepted / Δdraft tokens (vLLM's "draft acceptance rate")
+  spec_decode_mean_accepted_tokens  Δaccepted / Δdrafts: tokens accepted per draft
+  spec_decode_mean_acceptance_length  1 + the above (vLLM's "mean acceptance length", which
+                                  counts the bonus token every verification step yields)
+  spec_decode_draft_length        Δdraft tokens / Δdrafts (num_speculative_tokens when every
+                                  draft is full length)
+  spec_decode_accepted_at_<i>     Δaccepted at position i / Δdrafts: the share of drafts
+                                  whose first i+1 tokens were accepted
   requests_per_s                  all finished requests (every finished_reason)
   request_errors_per_s            finished_reason abort | error (TGI: tgi_request_failure)
   requests_<reason>_per_s         per finished_reason (stop, length, abort, error, repetition, ok)
   <hist>_p50_s, _p95_s, _p99_s    quantiles of the swept histograms (SWEPT_HISTOGRAMS: ttft, itl,
-  <hist>_mean_s                   e2e, queue_time), and mean (Δsum / Δcount)
+  <hist>_mean_s                   e2e, queue_time, prefill_time), and mean (Δsum / Δcount);
+                                  decode_time, inference_time and request_tpot as their mean
+                                  alone (MEAN_HISTOGRAMS: decode_time_mean_s, ...)
   prompt_length_p50, _p95, _p99   the prompt-length histogram's quantiles and mean, in tokens
   prompt_length_mean              (the scheduled capacity check compares them with the KV cache)
-  (metric_names also maps request_tpot, prefill/decode/inference time and the generation-length
-  histogram; sweeps skip them until something uses them)
+  (metric_names also maps the generation-length histogram; sweeps skip it until something
+  uses it)
 A counter reset (a smaller value than before: a restart) counts the current value as
 the window's increase, as PromQL does. Without a previous scrape only gauges come back.
+Text read from labels (the LoRA adapters' names) is kept apart, in Scrape.info and
+ScrapeResult.info: the derived figures are numbers only.
 """
 
 from __future__ import annotations
@@ -82,6 +101,7 @@ class Scrape:
     histograms: dict[str, Histogram] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # canonical name -> wire name read
     series: int = 0
+    info: dict[str, str] = field(default_factory=dict)  # text read from labels (LoRA adapter names)
 
     @property
     def empty(self) -> bool:
@@ -98,6 +118,7 @@ class Scrape:
             "histograms": {k: h.to_dict() for k, h in self.histograms.items()},
             "sources": dict(self.sources),
             "series": self.series,
+            "info": dict(self.info),
         }
 
     @classmethod
@@ -112,6 +133,7 @@ class Scrape:
                 histograms={k: Histogram.from_dict(h) for k, h in data.get("histograms", {}).items()},
                 sources=dict(data.get("sources", {})),
                 series=int(data.get("series", 0)),
+                info={str(k): str(v) for k, v in (data.get("info") or {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a stored scrape: {exc!r}") from None
@@ -125,6 +147,7 @@ class ScrapeResult:
     error: str = ""
     elapsed_s: float = 0.0
     body_bytes: int = 0
+    info: dict[str, str] = field(default_factory=dict)  # the scrape's info, kept with the result
     scrape: Scrape | None = None
 
     def to_dict(self, *, with_scrape: bool = True) -> dict[str, Any]:
@@ -139,8 +162,12 @@ _NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 # The histograms a sweep reads: the ones the rules and the charts use. Each costs some 20
 # bucket lines of the slow parser per scrape; the others in metric_names are understood
-# but left out of the sweep until something uses them.
-SWEPT_HISTOGRAMS = frozenset({"ttft", "itl", "e2e", "queue_time", "prompt_length"})
+# but left out of the sweep until something uses them. The prefill time explains a TTFT
+# (its quantiles with the queue time's); the decode and inference times and the
+# per-request TPOT are read as their _sum and _count alone (two lines, a mean per window),
+# MEAN_HISTOGRAMS.
+SWEPT_HISTOGRAMS = frozenset({"ttft", "itl", "e2e", "queue_time", "prompt_length", "prefill_time"})
+MEAN_HISTOGRAMS = frozenset({"decode_time", "inference_time", "request_tpot"})
 
 
 def _wanted_names() -> tuple[frozenset[str], frozenset[str]]:
@@ -150,7 +177,11 @@ def _wanted_names() -> tuple[frozenset[str], frozenset[str]]:
         samples.update(mapping.wire)
     for mapping in (h for h in names.HISTOGRAMS if h.canonical in SWEPT_HISTOGRAMS):
         samples.update(f"{w}{suffix}" for w in mapping.wire for suffix in ("_bucket", "_sum", "_count"))
+    for mapping in (h for h in names.HISTOGRAMS if h.canonical in MEAN_HISTOGRAMS):
+        samples.update(f"{w}{suffix}" for w in mapping.wire for suffix in ("_sum", "_count"))
     samples.update(wire for wire, _, _ in names.REQUEST_COUNTERS)
+    samples.update(wire for wire, _, _ in names.LABELLED_GAUGES + names.LABELLED_COUNTERS)
+    samples.update((names.SLEEP_STATE, names.CACHE_CONFIG, names.LORA_INFO))
     families = set(samples)
     for name in samples:
         families.update(name.removesuffix(suffix) for suffix in _SUFFIXES if name.endswith(suffix))
@@ -165,6 +196,19 @@ WANTED_SAMPLES, WANTED_FAMILIES = _wanted_names()
 # before the parser sees it: the parser reads labels a character at a time, and a
 # vLLM page repeats the same long model_name on every line.
 READ_LABELS = frozenset({"le", "finished_reason"})
+# The families whose own labels carry what is read, and those labels.
+FAMILY_LABELS: dict[str, frozenset[str]] = {
+    names.WAITING_BY_REASON: READ_LABELS | {"reason"},
+    names.SLEEP_STATE: READ_LABELS | {"sleep_state"},
+    names.CACHE_CONFIG: READ_LABELS | set(names.CACHE_CONFIG_FIELDS),
+    names.LORA_INFO: READ_LABELS | set(names.LORA_LABELS),
+    **{wire: READ_LABELS | {label} for wire, label, _ in names.LABELLED_COUNTERS},
+}
+# A series with a `pid` label is one process's copy of a gauge (prometheus_client's
+# multiprocess "all" mode): it keeps its pid and engine, so that the copies of one engine's
+# value can be told apart from other engines' values and the largest taken. Without a pid
+# both are dropped like any other label.
+PROCESS_LABELS = ("pid", "engine")
 
 
 def _escape(value: str) -> str:
@@ -181,9 +225,10 @@ _UNESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 _UNESCAPE_RE = re.compile(r'\\[\\n"]')
 
 
-def _label_block(line: str, start: int) -> tuple[str, int]:
-    """The label block opening at line[start] ("{"), cut down to READ_LABELS, and the
-    position after its closing brace; ValueError when it is not a well-formed block."""
+def _label_block(line: str, start: int, keep: frozenset[str] = READ_LABELS) -> tuple[str, int]:
+    """The label block opening at line[start] ("{"), cut down to `keep` (and the process
+    labels when it has a pid), and the position after its closing brace; ValueError when
+    it is not a well-formed block."""
     labels: dict[str, str] = {}
     position = start + 1
     closed = _BLOCK_END_RE.match(line, position)
@@ -192,35 +237,39 @@ def _label_block(line: str, start: int) -> tuple[str, int]:
         if pair is None:
             raise ValueError(f"malformed labels: {line[:80]!r}")
         name, value, after = pair.groups()
-        if name in READ_LABELS:
+        if name in keep or name in PROCESS_LABELS:
             labels[name] = _UNESCAPE_RE.sub(lambda m: _UNESCAPES[m.group()], value)
         position = pair.end()
         closed = pair if after == "}" else _BLOCK_END_RE.match(line, position)
+    if "pid" not in labels:
+        for name in PROCESS_LABELS:
+            if name not in keep:
+                labels.pop(name, None)
     kept = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
     return ("{" + kept + "}" if kept else ""), closed.end()
 
 
 @lru_cache(maxsize=4096)
-def _short_block(candidate: str) -> str | None:
+def _short_block(candidate: str, keep: frozenset[str] = READ_LABELS) -> str | None:
     """The cut-down block when `candidate` (up to the line's first "}") is a whole,
     well-formed block on its own, else None. Pages of one model repeat their blocks, so
     the answers are cached."""
     try:
-        kept, after = _label_block(candidate, 0)
+        kept, after = _label_block(candidate, 0, keep)
     except ValueError:
         return None
     return kept if after == len(candidate) else None
 
 
-def _labels_at(line: str, start: int) -> tuple[str, int]:
+def _labels_at(line: str, start: int, keep: frozenset[str] = READ_LABELS) -> tuple[str, int]:
     """_label_block, through the cache when the block ends at the line's first "}" (a "}"
     inside a quoted value makes the block longer: then the line is scanned)."""
     first = line.find("}", start)
     if first != -1:
-        kept = _short_block(line[start : first + 1])
+        kept = _short_block(line[start : first + 1], keep)
         if kept is not None:
             return kept, first + 1
-    return _label_block(line, start)
+    return _label_block(line, start, keep)
 
 
 class ExpositionTooLarge(ValueError):
@@ -270,10 +319,11 @@ def relevant_lines(text: str, *, deadline: float | None = None) -> str:
         end = match.end() if match else 0
         if match is None or end == len(line) or line[end] not in "{ \t":
             raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
-        if match.group() not in WANTED_SAMPLES:
+        name = match.group()
+        if name not in WANTED_SAMPLES:
             continue
         if line[end] == "{":
-            labels, after = _labels_at(line, end)
+            labels, after = _labels_at(line, end, FAMILY_LABELS.get(name, READ_LABELS))
             line = match.group() + labels + line[after:]
         kept.append(line)
     return "\n".join(kept) + "\n"
@@ -289,10 +339,32 @@ def _samples(text: str, deadline: float | None = None) -> Samples:
     return found
 
 
-def _pick(mapping: names.MetricName, samples: Samples) -> tuple[str, list[float]] | None:
+Series = list[tuple[dict[str, str], float]]
+
+
+def _one_per_process(series: Series) -> Series:
+    """Series that differ only by their `pid` as one, the largest: each process's copy of
+    one engine's gauge (prometheus_client's multiprocess "all" mode; vllm#28792 shows
+    kv_cache_usage_perc so with --api-server-count 8: one process holds the value, the
+    others 0). The process labels are dropped; a series without a pid is left as it is."""
+    if not any("pid" in labels for labels, _ in series):
+        return series
+    merged: dict[object, tuple[dict[str, str], float]] = {}
+    for index, (labels, value) in enumerate(series):
+        key: object = (
+            tuple(sorted((k, v) for k, v in labels.items() if k != "pid")) if "pid" in labels else index
+        )
+        rest = {k: v for k, v in labels.items() if k not in PROCESS_LABELS}
+        if key not in merged or value > merged[key][1]:
+            merged[key] = (rest, value)
+    return list(merged.values())
+
+
+def _pick(mapping: names.MetricName, samples: Samples, *, gauge: bool) -> tuple[str, list[float]] | None:
     for wire in mapping.wire:
         if wire in samples:
-            return wire, [value for _, value in samples[wire]]
+            series = _one_per_process(samples[wire]) if gauge else samples[wire]
+            return wire, [value for _, value in series]
     return None
 
 
@@ -310,7 +382,110 @@ def _request_counters(samples: Samples) -> dict[str, float]:
     for wire, label, fixed in names.REQUEST_COUNTERS:
         for labels, value in samples.get(wire, []):
             found[names.REQUEST_PREFIX + (fixed or labels.get(label or "", "unknown"))] += value
+    for wire, label, prefix in names.LABELLED_COUNTERS:
+        for labels, value in samples.get(wire, []):
+            found[prefix + names.label_key(labels.get(label, ""))] += value
     return dict(found)
+
+
+def _labelled_gauges(samples: Samples) -> dict[str, float]:
+    """num_requests_waiting_<reason>, summed over engines; once the family is on the page
+    both known reasons have a value (0 where the engine exports none)."""
+    found: dict[str, float] = {}
+    for wire, label, prefix in names.LABELLED_GAUGES:
+        if wire not in samples:
+            continue
+        for labels, value in _one_per_process(samples[wire]):
+            key = prefix + names.label_key(labels.get(label, ""))
+            found[key] = found.get(key, 0.0) + value
+        if wire == names.WAITING_BY_REASON:
+            found = {key: 0.0 for key in names.KNOWN_WAITING} | found
+    return found
+
+
+def _sleep_level(samples: Samples) -> float | None:
+    """0 awake, 1 weights offloaded, 2 all discarded: the deepest state an engine reports
+    (vLLM puts every engine of a server to sleep together). An engine whose awake series
+    is 0 without a level is asleep at level 1 or deeper: 1 is said."""
+    series = _one_per_process(samples.get(names.SLEEP_STATE, []))
+    if not series:
+        return None
+    level = 0
+    for labels, value in series:
+        state = labels.get("sleep_state", "")
+        if state in names.SLEEP_LEVELS and state != "awake" and value >= 0.5:
+            level = max(level, names.SLEEP_LEVELS[state])
+        elif state == "awake" and value < 0.5:
+            level = max(level, 1)
+    return float(level)
+
+
+def _label_number(text: str | None) -> float | None:
+    """A label value as a number: "True"/"False" as 1/0; "None", text and what is not a
+    finite number as None."""
+    if text is None:
+        return None
+    word = text.strip()
+    if word in ("True", "true", "False", "false"):
+        return 1.0 if word.lower() == "true" else 0.0
+    try:
+        number = float(word)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _cache_config(samples: Samples) -> dict[str, float]:
+    """vllm:cache_config_info's numeric fields (the largest over engines: every engine of
+    a server has the same CacheConfig), and the KV capacity in tokens they make."""
+    found: dict[str, float] = {}
+    for labels, _ in samples.get(names.CACHE_CONFIG, []):
+        for label, key in names.CACHE_CONFIG_FIELDS.items():
+            number = _label_number(labels.get(label))
+            if number is not None:
+                found[key] = max(found.get(key, number), number)
+    if found.get("num_gpu_blocks") and found.get("block_size"):
+        found["kv_capacity_tokens"] = found["num_gpu_blocks"] * found["block_size"]
+    return found
+
+
+MAX_ADAPTERS = 64  # names kept of each list (the counts count them all)
+
+
+def _adapters(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for name in text.split(","):
+        if name.strip():
+            seen.setdefault(name.strip(), None)
+    return list(seen)
+
+
+def _lora(samples: Samples) -> tuple[dict[str, float], dict[str, str]]:
+    """The LoRA adapters of vllm:lora_requests_info's latest series (the largest value:
+    the time it was last set): how many run, wait, and wait without running (starved),
+    the max_lora slots, and the names."""
+    series = samples.get(names.LORA_INFO, [])
+    if not series:
+        return {}, {}
+    labels, _ = max(series, key=lambda s: s[1])
+    running = _adapters(labels.get("running_lora_adapters", ""))
+    waiting = _adapters(labels.get("waiting_lora_adapters", ""))
+    also_running = set(running)
+    starved = [name for name in waiting if name not in also_running]
+    gauges = {
+        "lora_running_adapters": float(len(running)),
+        "lora_waiting_adapters": float(len(waiting)),
+        "lora_starved_adapters": float(len(starved)),
+    }
+    slots = _label_number(labels.get("max_lora"))
+    if slots is not None:
+        gauges["lora_max_adapters"] = slots
+    info = {
+        "lora_running": ",".join(running[:MAX_ADAPTERS]),
+        "lora_waiting": ",".join(waiting[:MAX_ADAPTERS]),
+        "lora_starved": ",".join(starved[:MAX_ADAPTERS]),
+    }
+    return gauges, info
 
 
 def parse_exposition(text: str, *, engine: str, timestamp: float, deadline: float | None = None) -> Scrape:
@@ -319,16 +494,28 @@ def parse_exposition(text: str, *, engine: str, timestamp: float, deadline: floa
     samples = _samples(text, deadline)
     gauges, counters, histograms, sources = {}, _request_counters(samples), {}, {}
     for mapping in names.GAUGES + names.COUNTERS:
-        picked = _pick(mapping, samples)
+        gauge = mapping in names.GAUGES
+        picked = _pick(mapping, samples, gauge=gauge)
         if picked:
             wire, values = picked
             value = max(values) if mapping.aggregate == "max" else sum(values)
-            (gauges if mapping in names.GAUGES else counters)[mapping.canonical] = value
+            (gauges if gauge else counters)[mapping.canonical] = value
             sources[mapping.canonical] = wire
     for mapping in names.HISTOGRAMS:
-        wire = next((w for w in mapping.wire if f"{w}_bucket" in samples), None)
+        # a histogram read for its mean alone has no buckets: its count says it is there
+        wire = next((w for w in mapping.wire if f"{w}_bucket" in samples or f"{w}_count" in samples), None)
         if wire:
             histograms[mapping.canonical], sources[mapping.canonical] = _histogram(wire, samples), wire
+    gauges.update(_labelled_gauges(samples))
+    level = _sleep_level(samples)
+    if level is not None:
+        gauges["engine_sleep_level"], sources["engine_sleep_level"] = level, names.SLEEP_STATE
+    config = _cache_config(samples)
+    if "kv_capacity_tokens" in gauges:  # the engine's own figure (SGLang) wins
+        config.pop("kv_capacity_tokens", None)
+    gauges.update(config)
+    lora, info = _lora(samples)
+    gauges.update(lora)
     return Scrape(
         timestamp=timestamp,
         engine=engine,
@@ -337,6 +524,7 @@ def parse_exposition(text: str, *, engine: str, timestamp: float, deadline: floa
         histograms=histograms,
         sources=sources,
         series=sum(len(v) for v in samples.values()),
+        info=info,
     )
 
 
@@ -368,7 +556,7 @@ async def scrape_metrics(
         return ScrapeResult(
             outcome=Outcome.GARBAGE, error=f"not Prometheus text: {describe_exception(exc)}", **base
         )
-    return ScrapeResult(outcome=Outcome.OK, scrape=scrape, **base)
+    return ScrapeResult(outcome=Outcome.OK, scrape=scrape, info=dict(scrape.info), **base)
 
 
 def _increase(before: float | None, now: float) -> float | None:
@@ -380,12 +568,17 @@ def _increase(before: float | None, now: float) -> float | None:
 def _counter_rates(previous: Scrape, current: Scrape, window: float) -> dict[str, float]:
     derived: dict[str, float] = {}
     requests: dict[str, float] = {}
+    accepted_at: dict[str, float] = {}
     for name, now in current.counters.items():
         grown = _increase(previous.counters.get(name), now)
         if grown is None:
             continue
         if name.startswith(names.REQUEST_PREFIX):
             requests[name.removeprefix(names.REQUEST_PREFIX)] = grown / window
+        elif name.startswith(names.PROMPT_SOURCE_PREFIX):
+            derived[f"prompt_tokens_{name.removeprefix(names.PROMPT_SOURCE_PREFIX)}_per_s"] = grown / window
+        elif name.startswith(names.ACCEPTED_AT_PREFIX):
+            accepted_at[name.removeprefix(names.ACCEPTED_AT_PREFIX)] = grown
         else:
             derived[f"{name}_per_s"] = grown / window
     if requests:
@@ -395,7 +588,30 @@ def _counter_rates(previous: Scrape, current: Scrape, window: float) -> dict[str
     queries, hits = derived.get("prefix_cache_queries_per_s"), derived.get("prefix_cache_hits_per_s")
     if queries and hits is not None:
         derived["prefix_cache_hit_rate"] = hits / queries
+    steps, scheduled = derived.get("engine_steps_per_s"), derived.get("scheduled_tokens_per_s")
+    if steps and scheduled is not None:
+        derived["iteration_tokens_mean"] = scheduled / steps
+    derived.update(_spec_decode(derived, accepted_at, window))
     return derived
+
+
+def _spec_decode(rates: dict[str, float], accepted_at: dict[str, float], window: float) -> dict[str, float]:
+    """Speculative decoding over the window, as vLLM's SpecDecodingLogging computes it."""
+    drafts = rates.get("spec_decode_drafts_per_s")
+    if not drafts:
+        return {}
+    accepted = rates.get("spec_decode_accepted_tokens_per_s", 0.0)
+    drafted = rates.get("spec_decode_draft_tokens_per_s")
+    found = {
+        "spec_decode_mean_accepted_tokens": accepted / drafts,
+        "spec_decode_mean_acceptance_length": 1 + accepted / drafts,
+    }
+    if drafted:
+        found["spec_decode_acceptance_rate"] = accepted / drafted
+        found["spec_decode_draft_length"] = drafted / drafts
+    for position, grown in accepted_at.items():
+        found[f"spec_decode_accepted_at_{position}"] = grown / (drafts * window)
+    return found
 
 
 def _histogram_window(name: str, before: Histogram | None, now: Histogram) -> dict[str, float]:

@@ -19,6 +19,7 @@ from fleet.nvml.base import GpuProcess
 from fleet.probes.classify import Thresholds, classify
 from fleet.probes.engines import DIALECTS, dialect_for
 from fleet.probes.engines.ollama import OllamaDialect
+from fleet.probes.engines.sglang import SglangDialect
 from fleet.probes.engines.tgi import TgiDialect
 from fleet.probes.engines.vllm import VllmDialect
 from fleet.probes.fetch import make_instance_client
@@ -40,6 +41,7 @@ OWN_WORDS = {
     "vllm": ("vLLM", "--max-num-queued-reqs", "--disable-log-stats", "VLLM_"),
     "tgi": ("TGI", "--max-concurrent-requests", "text-generation"),
     "ollama": ("Ollama", "OLLAMA_"),
+    "sglang": ("SGLang", "--mem-fraction-static", "--max-queued-requests"),
 }
 GENERATION_PREFIX = {"vllm": "/v1/chat", "tgi": "/generate", "ollama": "/api/chat"}
 LIMITS = ProbeLimits(connect_timeout_s=1, read_timeout_s=2, total_deadline_s=4, stream_deadline_s=6)
@@ -58,7 +60,8 @@ def leaks(engine: str, findings) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("engine", "dialect_class"), [("vllm", VllmDialect), ("tgi", TgiDialect), ("ollama", OllamaDialect)]
+    ("engine", "dialect_class"),
+    [("vllm", VllmDialect), ("tgi", TgiDialect), ("ollama", OllamaDialect), ("sglang", SglangDialect)],
 )
 def test_the_registry_gives_each_engine_its_own_dialect(engine, dialect_class):
     dialect = dialect_for(engine)
@@ -67,8 +70,8 @@ def test_the_registry_gives_each_engine_its_own_dialect(engine, dialect_class):
 
 
 def test_an_engine_the_registry_does_not_know_gets_the_openai_compatible_vllm_dialect():
-    assert dialect_for("sglang") is DIALECTS["vllm"]
-    assert "sglang" not in DIALECTS  # readiness and the stream report it as unknown instead
+    assert dialect_for("lmdeploy") is DIALECTS["vllm"]
+    assert "lmdeploy" not in DIALECTS  # readiness and the stream report it as unknown instead
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The engine dialects, one module per engine, found by the engine's name.
 
-Each module (vllm.py, tgi.py, ollama.py) holds what its engine does its own way: the
+Each module (vllm.py, tgi.py, ollama.py, sglang.py) holds what its engine does its own way: the
 health path, the one-token request the phases are timed on, the stream request and its
 parser, the readiness routes and how to read them, the status its /health answers once
 the engine died, how it says 429/503/overload, whether it has /metrics, and the words a
@@ -20,6 +20,7 @@ from types import MappingProxyType
 
 from fleet.probes.engines.base import PROMPT, EngineDialect, ReadinessRoute, StreamEvent
 from fleet.probes.engines.ollama import OllamaDialect
+from fleet.probes.engines.sglang import SglangDialect
 from fleet.probes.engines.tgi import TgiDialect
 from fleet.probes.engines.vllm import VllmDialect
 
@@ -35,7 +36,7 @@ __all__ = [
 
 FALLBACK: EngineDialect = VllmDialect()
 DIALECTS: Mapping[str, EngineDialect] = MappingProxyType(
-    {dialect.name: dialect for dialect in (FALLBACK, TgiDialect(), OllamaDialect())}
+    {dialect.name: dialect for dialect in (FALLBACK, TgiDialect(), OllamaDialect(), SglangDialect())}
 )
 
 
