@@ -18,8 +18,8 @@ from django.views import View
 
 from core.htmx import wants_partial
 from core.roles import Role, role_required
-from fleet import change_tracking
-from fleet.models import ChangeLogEntry
+from fleet import change_tracking, ttft_service
+from fleet.models import ChangeLogEntry, Instance
 from fleet.views.kinds import Kind
 
 PAGE_SIZE = 25
@@ -64,8 +64,11 @@ class DetailView(_KindView):
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
         obj = get_object_or_404(self.kind.detail_queryset(), pk=pk)
         changes = ChangeLogEntry.objects.for_object(obj).select_related("actor")[:50]
+        extra = {"ttft": ttft_service.breakdown_for(obj)} if isinstance(obj, Instance) else {}
         return render(
-            request, f"{self.kind.template_dir}/detail.html", self.context(object=obj, changes=changes)
+            request,
+            f"{self.kind.template_dir}/detail.html",
+            self.context(object=obj, changes=changes, **extra),
         )
 
 
