@@ -5,7 +5,11 @@ cleared when not, history kept).
 The check runs with no reader, so its text is kept as messages (core.i18n) beside the English:
 a finding's in `numbers["text"]`, why an instance could not be sized in `result["problem"]`.
 Pages show them with CapacityFinding.shown_title / shown_detail / shown_fixes and
-InstanceSizing.shown_problem, in the reader's language."""
+InstanceSizing.shown_problem, in the reader's language.
+
+The live sizing check (diagnostics/sizing/live_check.py) compares the prediction with the KV
+cache the running engine reports (vllm:cache_config_info, read by the metrics probe); its
+comparison is kept in `result["live"]`, and a drift is one more finding (live_sizing_drift)."""
 
 from __future__ import annotations
 
@@ -17,8 +21,9 @@ from django.utils import timezone
 from core.i18n import Message, later
 from diagnostics import sizing_service
 from diagnostics.models import CapacityFinding, InstanceSizing, ModelSpec
+from diagnostics.sizing import live_check
 from diagnostics.sizing.capacity import Issue, ObservedLoad, check
-from fleet.models import Engine, Instance, MetricSample
+from fleet.models import Engine, Instance, InstanceState, MetricSample
 
 LOAD_WINDOW = timedelta(hours=1)
 _LOAD_SAMPLES = {
@@ -53,6 +58,37 @@ def observed_load(*, instance: Instance, now: datetime) -> ObservedLoad:
     return ObservedLoad(**{_LOAD_SAMPLES[name]: max(v for _, v in rows) for name, rows in points.items()})
 
 
+def reported_cache(*, instance: Instance, now: datetime) -> live_check.Reported | None:
+    """The KV cache the running engine reports (num_gpu_blocks, block_size,
+    gpu_memory_utilization from vllm:cache_config_info): the latest stored samples of the last
+    hour, else the latest stored scrape if it is that recent; None when neither has them."""
+    latest = MetricSample.objects.latest_values(
+        instances=[instance], names=live_check.REPORTED_NAMES, since=now - LOAD_WINDOW, until=now
+    )
+    values = {name: value for (_, name), value in latest.items()}
+    if "num_gpu_blocks" not in values:
+        values = _from_last_scrape(instance=instance, now=now)
+    return live_check.Reported.from_values(values)
+
+
+def _from_last_scrape(*, instance: Instance, now: datetime) -> dict[str, float]:
+    """The reported names among the gauges of the instance's stored scrape (fleet.probes.scrape
+    reads cache_config_info's labels into them), when it was scraped within LOAD_WINDOW."""
+    scrape = InstanceState.objects.filter(instance=instance).values_list("last_scrape", flat=True).first()
+    if not isinstance(scrape, dict) or not isinstance(scrape.get("gauges"), dict):
+        return {}
+    stamp = scrape.get("timestamp")
+    if not isinstance(stamp, int | float) or stamp < (now - LOAD_WINDOW).timestamp():
+        return {}
+    gauges = scrape["gauges"]
+    return {name: gauges[name] for name in live_check.REPORTED_NAMES if name in gauges}
+
+
+def _by_severity(issues: list[Issue]) -> list[Issue]:
+    order = {"critical": 0, "warning": 1, "info": 2}
+    return sorted(issues, key=lambda issue: order[issue.severity])
+
+
 def check_instance(
     *, instance: Instance, now: datetime, specs: list[ModelSpec] | None = None
 ) -> list[Issue] | None:
@@ -69,6 +105,13 @@ def check_instance(
         else:
             result = sizing.to_dict()
             issues = check(sizing, observed_load(instance=instance, now=now))
+            reported = reported_cache(instance=instance, now=now)
+            if reported is not None:
+                live = live_check.compare(sizing, reported, version=instance.engine_version)
+                result["live"] = live.to_dict()
+                drift = live.issue()
+                if drift is not None:
+                    issues = _by_severity([*issues, drift])
     if result is None and problem:
         result = {"problem": problem.to_json() if isinstance(problem, Message) else problem}
     with transaction.atomic():
