@@ -1,6 +1,15 @@
 from django.urls import path
 
-from diagnostics.views import configs, predeploy, sizing, sizing_host, sizing_hub, triage, troubleshoot
+from diagnostics.views import (
+    configs,
+    predeploy,
+    sizing,
+    sizing_host,
+    sizing_hub,
+    triage,
+    troubleshoot,
+    upgrades,
+)
 
 urlpatterns = [
     path("sizing/", sizing.page, name="sizing"),
@@ -14,6 +23,8 @@ urlpatterns = [
     path("configs/nginx/lint/", configs.lint, name="config-lint"),
     path("configs/<slug:kind>/", configs.generator_page, name="config-generator"),
     path("configs/<slug:kind>/download/", configs.download, name="config-download"),
+    path("upgrades/", upgrades.page, name="upgrade-diff"),
+    path("upgrades/download/", upgrades.download, name="upgrade-diff-download"),
     path("hosts/<int:pk>/predeploy/", predeploy.host_panel, name="host-predeploy"),
     path("predeploy/<int:pk>/", predeploy.run_status, name="predeploy-run"),
     path("troubleshoot/", troubleshoot.index, name="troubleshoot"),
