@@ -13,6 +13,7 @@ by code; the `{{ $labels... }}` templates in the annotations come from this modu
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -132,6 +133,48 @@ def _rule_fields(rule: RuleSettings) -> tuple[Field, ...]:
 
 _TARGETS = pgettext_lazy("config generator", "Targets")
 _KV_FIELDS = _rule_fields(RULES[0])
+
+# SGLang (docs/sglang-operations.md): its own rules over the `sglang:` metrics, written to a
+# file of their own when the engine choice includes it; the vLLM file stays as it was.
+ENGINE_CHOICES = (("vllm", "vLLM"), ("sglang", "SGLang"), ("both", "vLLM + SGLang"))
+SGLANG_RULES: tuple[RuleSettings, ...] = (
+    RuleSettings("sglang_down", "SGLangServiceDown", "critical", gettext_lazy("SGLang service down"),
+                 None, "", 0, "1m"),
+    RuleSettings("sglang_stall", "SGLangGenerationStalled", "critical",
+                 gettext_lazy("SGLang generation stalled"), None, "", 0, "2m"),
+    RuleSettings("sglang_kv", "SGLangKVCacheNearFull", "warning", gettext_lazy("SGLang KV cache near full"),
+                 "0.95", gettext_lazy("Token usage above (0-1)"), 1, "2m"),
+    RuleSettings("sglang_queue", "SGLangQueueBacklog", "warning", gettext_lazy("SGLang queue backlog"),
+                 "50", gettext_lazy("Queued requests above"), 1e6, "3m"),
+    RuleSettings("sglang_ttft", "SGLangHighTTFT", "warning", gettext_lazy("SGLang TTFT p95"),
+                 "5", gettext_lazy("TTFT p95 above (s)"), 3600, "5m"),
+)  # fmt: skip
+# The taxonomy category each SGLang alert carries as a label: the Alertmanager intake takes
+# a `category` label naming a taxonomy key before it looks at the alertname.
+SGLANG_CATEGORIES = {
+    "sglang_down": "process.not_started",
+    "sglang_stall": "process.hung",
+    "sglang_kv": "oom.kv_pressure",
+    "sglang_queue": "rate_limit.queue",
+    "sglang_ttft": "timeout.ttft",
+}
+_SGLANG_KV_FIELDS = _rule_fields(SGLANG_RULES[2])
+SGLANG_FIELDS: tuple[Field, ...] = (
+    *_rule_fields(SGLANG_RULES[0]),
+    *_rule_fields(SGLANG_RULES[1]),
+    *_SGLANG_KV_FIELDS,
+    Field(
+        "sglang_kv_min_queue",
+        gettext_lazy("... while queued requests exceed"),
+        "5",
+        kind="int",
+        help=gettext_lazy(
+            "SGLang calls token usage above 0.9 good utilization; it matters when requests queue."
+        ),
+        group=_SGLANG_KV_FIELDS[0].group,
+    ),
+    *(field for rule in SGLANG_RULES[3:] for field in _rule_fields(rule)),
+)
 FIELDS: tuple[Field, ...] = (
     Field(
         "vllm_version",
@@ -156,6 +199,22 @@ FIELDS: tuple[Field, ...] = (
         gettext_lazy("DCGM exporter: DCGM_FI_DEV_GPU_TEMP; nvidia_gpu_exporter: nvidia_smi_temperature_gpu."),
         group=_TARGETS,
     ),
+    Field(
+        "engine",
+        gettext_lazy("Engine"),
+        "vllm",
+        gettext_lazy("Which engines the rules are for; SGLang's rules go in a file of their own."),
+        kind="choice",
+        choices=ENGINE_CHOICES,
+        group=_TARGETS,
+    ),
+    Field(
+        "sglang_job",
+        gettext_lazy("SGLang Prometheus job"),
+        "sglang",
+        gettext_lazy("The job label of the SGLang scrape targets (started with `--enable-metrics`)."),
+        group=_TARGETS,
+    ),
     *_KV_FIELDS,
     Field(
         "kv_min_waiting",
@@ -169,6 +228,7 @@ FIELDS: tuple[Field, ...] = (
         group=_KV_FIELDS[0].group,
     ),
     *(field for rule in RULES[1:] for field in _rule_fields(rule)),
+    *SGLANG_FIELDS,
 )
 
 PRESETS: dict[str, dict[str, str]] = {
@@ -176,11 +236,16 @@ PRESETS: dict[str, dict[str, str]] = {
     "strict": {"kv_threshold": "0.95", "kv_for": "1m", "down_for": "30s", "error_rate_threshold": "0.02",
                "error_rate_for": "2m", "ttft_threshold": "2", "ttft_for": "3m", "queue_threshold": "20",
                "queue_for": "1m", "gpu_temp_threshold": "80", "gpu_temp_for": "3m", "swap_for": "2m",
-               "e2e_threshold": "15", "e2e_for": "3m"},
+               "e2e_threshold": "15", "e2e_for": "3m", "sglang_down_for": "30s", "sglang_stall_for": "1m",
+               "sglang_kv_for": "1m", "sglang_queue_threshold": "20", "sglang_queue_for": "1m",
+               "sglang_ttft_threshold": "2", "sglang_ttft_for": "3m"},
     "relaxed": {"kv_threshold": "0.98", "kv_for": "5m", "kv_min_waiting": "10", "down_for": "3m",
                 "error_rate_threshold": "0.1", "error_rate_for": "10m", "ttft_threshold": "10",
                 "ttft_for": "10m", "queue_threshold": "100", "queue_for": "5m", "gpu_temp_threshold": "87",
-                "gpu_temp_for": "10m", "swap_for": "10m", "e2e_threshold": "60", "e2e_for": "10m"},
+                "gpu_temp_for": "10m", "swap_for": "10m", "e2e_threshold": "60", "e2e_for": "10m",
+                "sglang_down_for": "3m", "sglang_stall_for": "5m", "sglang_kv_threshold": "0.98",
+                "sglang_kv_for": "5m", "sglang_kv_min_queue": "10", "sglang_queue_threshold": "100",
+                "sglang_queue_for": "5m", "sglang_ttft_threshold": "10", "sglang_ttft_for": "10m"},
 }  # fmt: skip
 PRESET_LABELS = {
     "guide": gettext_lazy("The guide's thresholds (5.3.2), corrected"),
@@ -198,6 +263,19 @@ class AlertSpec:
     thresholds: Mapping[str, float]  # by rule key
     durations: Mapping[str, float]  # `for`, in seconds, by rule key
     kv_min_waiting: int
+    engine: str = "vllm"
+    sglang_job: str = "sglang"
+    sglang_thresholds: Mapping[str, float] = dataclasses.field(default_factory=dict)  # by SGLang rule key
+    sglang_durations: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    sglang_kv_min_queue: int = 5
+
+    @property
+    def has_vllm(self) -> bool:
+        return self.engine in ("vllm", "both")
+
+    @property
+    def has_sglang(self) -> bool:
+        return self.engine in ("sglang", "both")
 
     @property
     def has_swap(self) -> bool:
@@ -237,6 +315,22 @@ def build(values: Mapping[str, str]) -> AlertSpec:
         thresholds=thresholds,
         durations=durations,
         kv_min_waiting=safety.integer("kv_min_waiting", values["kv_min_waiting"], maximum=1_000_000),
+        engine=values["engine"],
+        sglang_job=safety.token("sglang_job", values["sglang_job"]),
+        sglang_thresholds={
+            rule.key: safety.number(
+                f"{rule.key}_threshold", values[f"{rule.key}_threshold"], maximum=rule.maximum
+            )
+            for rule in SGLANG_RULES
+            if rule.threshold is not None
+        },
+        sglang_durations={
+            rule.key: safety.seconds(f"{rule.key}_for", values[f"{rule.key}_for"], minimum=0)
+            for rule in SGLANG_RULES
+        },
+        sglang_kv_min_queue=safety.integer(
+            "sglang_kv_min_queue", values["sglang_kv_min_queue"], maximum=1_000_000
+        ),
     )
 
 
@@ -377,6 +471,14 @@ def rules(spec: AlertSpec) -> dict[str, list[dict[str, Any]]]:
 
 
 def render(spec: AlertSpec) -> list[ConfigFile]:
+    """vllm-alerts.yml, sglang-alerts.yml or both, as the engine choice says."""
+    files = [_vllm_file(spec)] if spec.has_vllm else []
+    if spec.has_sglang:
+        files.append(_sglang_file(spec))
+    return files
+
+
+def _vllm_file(spec: AlertSpec) -> ConfigFile:
     groups = [{"name": name, "rules": group_rules} for name, group_rules in rules(spec).items()]
     body = yaml.safe_dump({"groups": groups}, sort_keys=False, allow_unicode=True, width=1000)
     header = (
@@ -386,11 +488,188 @@ def render(spec: AlertSpec) -> list[ConfigFile]:
         "# requests, error rate from request_success_total{finished_reason}, swap rule for 0.7 only.\n"
         "# Check with: promtool check rules vllm-alerts.yml\n"
     )
-    return [ConfigFile("vllm-alerts.yml", header + body, "yaml")]
+    return ConfigFile("vllm-alerts.yml", header + body, "yaml")
+
+
+# --- SGLang -----------------------------------------------------------------------------------
+
+
+def _sglang_sum(metric: str, job: str) -> str:
+    """A per-scheduler gauge as one figure per instance: the largest over the TP ranks of a DP
+    rank (each reports the same with --enable-metrics-for-all-schedulers), summed over DP ranks."""
+    return f"sum by (instance) (max by (instance, dp_rank) ({metric}{{{job}}}))"
+
+
+def sglang_expressions(spec: AlertSpec) -> dict[str, str]:
+    """Each SGLang rule's PromQL by rule key."""
+    job, t = f'job="{spec.sglang_job}"', spec.sglang_thresholds
+    queued = _sglang_sum("sglang:num_queue_reqs", job)
+    ttft = f"sglang:time_to_first_token_seconds_bucket{{{job}}}"
+    return {
+        "sglang_down": f"up{{{job}}} == 0",
+        # The value is the running requests; generation throughput is the condition.
+        "sglang_stall": f"{_sglang_sum('sglang:num_running_reqs', job)} > 0"
+        f" and on (instance) max by (instance) (sglang:gen_throughput{{{job}}}) == 0",
+        "sglang_kv": f"max by (instance) (sglang:token_usage{{{job}}}) > {number(t['sglang_kv'])}"
+        f" and on (instance) {queued} > {spec.sglang_kv_min_queue}",
+        "sglang_queue": f"{queued} > {number(t['sglang_queue'])}",
+        "sglang_ttft": f"histogram_quantile(0.95, sum by (le, instance) (rate({ttft}[{RATE_WINDOW}])))"
+        f" > {number(t['sglang_ttft'])}",
+    }
+
+
+def sglang_annotations(spec: AlertSpec, key: str) -> dict[str, str]:
+    """summary, description and runbook of one SGLang rule, in English, with Prometheus templates."""
+    t = spec.sglang_thresholds
+    d = {k: prometheus_duration(v) for k, v in spec.sglang_durations.items()}
+    instance = "{{ $labels.instance }}"
+    texts = {
+        "sglang_down": (
+            f"SGLang target {instance} is down",
+            f'Prometheus has not scraped {instance} (job "{spec.sglang_job}") for {d["sglang_down"]}. SGLang '
+            "serves /metrics only when started with --enable-metrics, and opens its port only after the "
+            "weights are loaded and the CUDA graphs captured.",
+            "Check the process or container and its log. Then curl /health_generate: 200 means the scheduler "
+            "generated a token; 503 or no answer within 20 s means it is stuck or starting.",
+        ),
+        "sglang_stall": (
+            f"SGLang on {instance} generates nothing with requests running",
+            f"sglang:gen_throughput has been 0 for {d['sglang_stall']} while sglang:num_running_reqs is "
+            "{{ $value | humanize }}. A scheduler that hangs altogether stops updating these gauges; its "
+            "watchdog (--watchdog-timeout, 300 s by default) then ends the server and the down alert "
+            "follows.",
+            "curl /health_generate on the instance; read the log for 'watchdog timeout', NCCL or "
+            "CUDA errors; py-spy dump --pid PID of the scheduler for the bug report; restart the instance.",
+        ),
+        "sglang_kv": (
+            f"SGLang KV cache nearly full on {instance} with requests queued",
+            f"Token usage (the KV cache pool) is {{{{ $value | humanizePercentage }}}} (over "
+            f"{number(t['sglang_kv'] * 100)}% for {d['sglang_kv']}) while more than "
+            f"{spec.sglang_kv_min_queue} requests queue. Usage above 0.9 alone is what SGLang calls good "
+            "utilization; with a queue the "
+            "pool is the limit, and 'KV cache pool is full. Retract requests.' in the log means running "
+            "requests are retracted and recomputed.",
+            "Give the pool more room (a higher --mem-fraction-static if 5-8 GB stay free for activations, "
+            "--kv-cache-dtype fp8_e4m3, a larger --tp-size) or admit less (--max-running-requests, a shorter "
+            "--context-length, gateway limits); --schedule-conservativeness 1.3 when retractions are "
+            "frequent.",
+        ),
+        "sglang_queue": (
+            f"More than {number(t['sglang_queue'])} requests queued on SGLang {instance}",
+            "{{ $value | humanize }} requests wait in the scheduler's queue (sglang:num_queue_reqs); "
+            "queueing time is part of the TTFT.",
+            "Compare sglang:num_running_reqs with --max-running-requests and sglang:token_usage: at the cap "
+            "with token usage below 0.9, raise --max-running-requests or lower --schedule-conservativeness "
+            "(0.3); with token usage near 1, the KV cache is the limit. Add replicas or rate-limit "
+            "at the gateway.",
+        ),
+        "sglang_ttft": (
+            f"SGLang TTFT p95 above {number(t['sglang_ttft'])}s on {instance}",
+            f"p95 time to first token is {{{{ $value | humanize }}}}s over the last {RATE_WINDOW} "
+            "(sglang:time_to_first_token_seconds). Queueing and long prefills both raise it.",
+            "Look at sglang:num_queue_reqs for queueing and sglang:cache_hit_rate for prefixes "
+            "computed again; long prompts are prefilled in chunks of --chunked-prefill-size tokens between "
+            "decode steps.",
+        ),
+    }
+    summary, description, runbook = texts[key]
+    return {"summary": summary, "description": description, "runbook": runbook}
+
+
+def sglang_rules(spec: AlertSpec) -> dict[str, list[dict[str, Any]]]:
+    """The SGLang rules by group name (sglang_critical, sglang_warning)."""
+    exprs = sglang_expressions(spec)
+    groups: dict[str, list[dict[str, Any]]] = {"sglang_critical": [], "sglang_warning": []}
+    for rule in SGLANG_RULES:
+        groups[f"sglang_{rule.severity}"].append(
+            {
+                "alert": rule.alert,
+                "expr": exprs[rule.key],
+                "for": prometheus_duration(spec.sglang_durations[rule.key]),
+                "labels": {"severity": rule.severity, "category": SGLANG_CATEGORIES[rule.key]},
+                "annotations": sglang_annotations(spec, rule.key),
+            }
+        )
+    return groups
+
+
+def _sglang_file(spec: AlertSpec) -> ConfigFile:
+    groups = [{"name": name, "rules": group_rules} for name, group_rules in sglang_rules(spec).items()]
+    body = yaml.safe_dump({"groups": groups}, sort_keys=False, allow_unicode=True, width=1000)
+    header = (
+        f"# Prometheus alert rules for SGLang, job {spec.sglang_job}.\n"
+        "# Generated by LLM Ops Console (docs/sglang-operations.md).\n"
+        "# SGLang exports the sglang:* metrics only when started with --enable-metrics.\n"
+        "# Check with: promtool check rules sglang-alerts.yml\n"
+    )
+    return ConfigFile("sglang-alerts.yml", header + body, "yaml")
 
 
 def checks(spec: AlertSpec) -> list[Check]:
-    return [*_threshold_checks(spec), *_duration_checks(spec), *_version_checks(spec)]
+    found = (
+        [*_threshold_checks(spec), *_duration_checks(spec), *_version_checks(spec)] if spec.has_vllm else []
+    )
+    if spec.has_sglang:
+        found += sglang_checks(spec)
+    return found
+
+
+def sglang_checks(spec: AlertSpec) -> list[Check]:
+    found = [
+        Check(
+            "ok",
+            _("SGLang rules read the `sglang:` metrics of job %(job)s") % {"job": spec.sglang_job},
+            _(
+                "SGLang exports them only when started with `--enable-metrics`; without it `/metrics` "
+                "answers 404 and the target counts as down."
+            ),
+        ),
+        Check(
+            "ok",
+            _("The stall rule reads gauges the scheduler updates while it decodes"),
+            _(
+                "A scheduler that hangs altogether stops updating them; its watchdog "
+                "(`--watchdog-timeout`, 300 s) then ends the server and the down alert fires."
+            ),
+        ),
+    ]
+    if spec.sglang_thresholds["sglang_kv"] < 0.9:
+        found.append(
+            Check(
+                "warning",
+                _(
+                    "The SGLang KV alert fires at %(threshold)s: SGLang calls token usage above 0.9 "
+                    "good utilization"
+                )
+                % {"threshold": number(spec.sglang_thresholds["sglang_kv"])},
+                fix=_("Keep it at 0.95 or above; the queue condition says when it matters."),
+            )
+        )
+    if spec.engine == "both" and spec.job == spec.sglang_job:
+        found.append(
+            Check(
+                "warning",
+                _("vLLM and SGLang rules share the job %(job)s") % {"job": spec.job},
+                _(
+                    "Each engine's rules select their targets by job; with one job the vLLM rules "
+                    "query SGLang targets too."
+                ),
+                _("Give the SGLang targets a job of their own."),
+            )
+        )
+    for rule in SGLANG_RULES:
+        if spec.sglang_durations[rule.key] < 2 * SCRAPE_INTERVAL_S:
+            found.append(
+                Check(
+                    "warning",
+                    _("%(alert)s: `for` %(duration)s is shorter than two scrapes")
+                    % {"alert": rule.alert, "duration": prometheus_duration(spec.sglang_durations[rule.key])},
+                    _("With a %(interval)s s scrape, one late or missed scrape fires or clears it.")
+                    % {"interval": SCRAPE_INTERVAL_S},
+                    _("Use at least %(seconds)ss.") % {"seconds": 2 * SCRAPE_INTERVAL_S},
+                )
+            )
+    return found
 
 
 def _threshold_checks(spec: AlertSpec) -> list[Check]:

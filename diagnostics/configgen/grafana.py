@@ -42,6 +42,10 @@ DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
 RATE = "$__rate_interval"
 QUANTILES = ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"))
 REFRESH_CHOICES = (("10s", "10s"), ("30s", "30s"), ("1m", "1m"), ("5m", "5m"))
+# SGLang (docs/sglang-operations.md): a row of its own over the `sglang:` metrics.
+ENGINE_CHOICES = (("vllm", "vLLM"), ("sglang", "SGLang"), ("both", "vLLM + SGLang"))
+DEFAULT_TITLE = "vLLM overview"
+DEFAULT_TITLES = {"vllm": DEFAULT_TITLE, "sglang": "SGLang overview", "both": "vLLM and SGLang overview"}
 
 FIELDS: tuple[Field, ...] = (
     Field(
@@ -59,7 +63,21 @@ FIELDS: tuple[Field, ...] = (
         gettext_lazy("The job label of the vLLM scrape targets."),
     ),
     Field(
-        "title", pgettext_lazy("config generator", "Dashboard title"), "vLLM overview"
+        "engine",
+        gettext_lazy("Engine"),
+        "vllm",
+        gettext_lazy("vLLM's four rows, an SGLang row, or both."),
+        kind="choice",
+        choices=ENGINE_CHOICES,
+    ),
+    Field(
+        "sglang_job",
+        gettext_lazy("SGLang Prometheus job"),
+        "sglang",
+        gettext_lazy("The job label of the SGLang scrape targets (started with `--enable-metrics`)."),
+    ),
+    Field(
+        "title", pgettext_lazy("config generator", "Dashboard title"), DEFAULT_TITLE
     ),  # the default is the file's: English
     Field(
         "refresh",
@@ -87,6 +105,20 @@ class DashboardSpec:
     title: str
     refresh: str
     gpu_exporter: str
+    engine: str = "vllm"
+    sglang_job: str = "sglang"
+
+    @property
+    def has_vllm(self) -> bool:
+        return self.engine in ("vllm", "both")
+
+    @property
+    def has_sglang(self) -> bool:
+        return self.engine in ("sglang", "both")
+
+    @property
+    def sglang_selector(self) -> str:
+        return f'job="{self.sglang_job}", instance=~"$sglang_instance"'
 
     @property
     def gpu(self) -> GpuMetrics:
@@ -101,6 +133,9 @@ def build(values: Mapping[str, str]) -> DashboardSpec:
     title = safety.text("title", values["title"], max_length=120)
     if not title:
         raise safety.UnsafeValue("title: " + _("a dashboard needs a title"))
+    engine = values["engine"]
+    if title == DEFAULT_TITLE:  # the untouched default names the engines shown
+        title = DEFAULT_TITLES.get(engine, DEFAULT_TITLE)
     return DashboardSpec(
         version_label=values["vllm_version"],
         metrics=metrics_for(values["vllm_version"]),
@@ -108,6 +143,8 @@ def build(values: Mapping[str, str]) -> DashboardSpec:
         title=title,
         refresh=values["refresh"],
         gpu_exporter=values["gpu_exporter"],
+        engine=engine,
+        sglang_job=safety.token("sglang_job", values["sglang_job"]),
     )
 
 
@@ -297,6 +334,126 @@ def throughput(spec: DashboardSpec) -> list[Panel]:
 ROWS = (("Overview", overview), ("Latency", latency), ("Resources", resources), ("Throughput", throughput))
 
 
+def _sglang(spec: DashboardSpec, metric: str) -> str:
+    return f"{metric}{{{spec.sglang_selector}}}"
+
+
+def _sglang_sum(spec: DashboardSpec, metric: str, by: str = "") -> str:
+    """A per-scheduler gauge summed over DP ranks, the TP ranks of one DP rank counted once
+    (they report the same with --enable-metrics-for-all-schedulers)."""
+    inner = f"max by (instance, dp_rank) ({_sglang(spec, metric)})"
+    return f"sum by ({by}) ({inner})" if by else f"sum({inner})"
+
+
+def _sglang_quantiles(spec: DashboardSpec, histogram: str) -> tuple[tuple[str, str], ...]:
+    bucket = f"rate({_sglang(spec, histogram + '_bucket')}[{RATE}])"
+    return tuple((name, f"histogram_quantile({q}, sum by (le) ({bucket}))") for q, name in QUANTILES)
+
+
+def sglang_row(spec: DashboardSpec) -> list[Panel]:
+    """SGLang's row: its own names for the same questions (sglang:num_queue_reqs is vLLM's
+    waiting, sglang:token_usage its KV cache usage) and what only SGLang reports."""
+    up_text = {"0": {"text": "DOWN", "color": "red"}, "1": {"text": "UP", "color": "green"}}
+    return [
+        Panel(
+            "SGLang up",
+            "stat",
+            "none",
+            (("{{instance}}", _sglang(spec, "up")),),
+            width=6,
+            height=4,
+            description="Whether Prometheus can scrape each SGLang target. SGLang serves /metrics only when "
+            "started with --enable-metrics, and opens its port after loading and CUDA graph capture.",
+            mappings=({"type": "value", "options": up_text},),
+        ),
+        Panel(
+            "Running requests",
+            "stat",
+            "none",
+            (("running", _sglang_sum(spec, "sglang:num_running_reqs")),),
+            width=6,
+            height=4,
+            description="sglang:num_running_reqs: requests in the decode batch, capped by "
+            "--max-running-requests.",
+        ),
+        Panel(
+            "Queued requests",
+            "stat",
+            "none",
+            (("queued", _sglang_sum(spec, "sglang:num_queue_reqs")),),
+            width=6,
+            height=4,
+            description="sglang:num_queue_reqs: requests waiting for the scheduler; their wait is part of "
+            "the TTFT.",
+        ),
+        Panel(
+            "Token usage (KV cache)",
+            "stat",
+            "percentunit",
+            (("token usage", f"max({_sglang(spec, 'sglang:token_usage')})"),),
+            width=6,
+            height=4,
+            description="sglang:token_usage: the used share of the KV cache pool. Above 0.9 is good "
+            "utilization; with requests queued it is the limit.",
+        ),
+        Panel(
+            "SGLang TTFT p50 / p95 / p99",
+            "timeseries",
+            "s",
+            _sglang_quantiles(spec, "sglang:time_to_first_token_seconds"),
+            description="Time to first token: queueing plus prefill (in chunks of --chunked-prefill-size).",
+        ),
+        Panel(
+            "SGLang inter-token latency p50 / p95 / p99",
+            "timeseries",
+            "s",
+            _sglang_quantiles(spec, "sglang:inter_token_latency_seconds"),
+        ),
+        Panel(
+            "SGLang end-to-end latency p50 / p95 / p99",
+            "timeseries",
+            "s",
+            _sglang_quantiles(spec, "sglang:e2e_request_latency_seconds"),
+        ),
+        Panel(
+            "Generation throughput (tokens/s)",
+            "timeseries",
+            "short",
+            (("{{instance}}", _sglang_sum(spec, "sglang:gen_throughput", by="instance")),),
+            description="sglang:gen_throughput, updated while the scheduler decodes: 0 with requests "
+            "running means it makes no progress.",
+        ),
+        Panel(
+            "Token usage and prefix cache hit rate",
+            "timeseries",
+            "percentunit",
+            (
+                ("token usage {{instance}}", f"max by (instance) ({_sglang(spec, 'sglang:token_usage')})"),
+                ("cache hit {{instance}}", f"max by (instance) ({_sglang(spec, 'sglang:cache_hit_rate')})"),
+            ),
+            description="A falling cache hit rate means shared prefixes are prefilled again (routing, "
+            "--disable-radix-cache).",
+        ),
+        Panel(
+            "SGLang running vs queued requests",
+            "timeseries",
+            "none",
+            (
+                ("running {{instance}}", _sglang_sum(spec, "sglang:num_running_reqs", by="instance")),
+                ("queued {{instance}}", _sglang_sum(spec, "sglang:num_queue_reqs", by="instance")),
+            ),
+        ),
+    ]
+
+
+def rows(spec: DashboardSpec) -> list[tuple[str, Any]]:
+    """The guide's four vLLM rows, the SGLang row, or both, as the engine choice says."""
+    found = list(ROWS) if spec.has_vllm else []
+    if spec.has_sglang:
+        found.append(("SGLang", sglang_row))
+    return found
+
+
 def _panel_json(panel: Panel, panel_id: int, x: int, y: int) -> dict[str, Any]:
     result: dict[str, Any] = {
         "id": panel_id,
@@ -327,7 +484,7 @@ def panels(spec: DashboardSpec) -> list[dict[str, Any]]:
     """Rows and their panels, laid out left to right on Grafana's 24-column grid."""
     result: list[dict[str, Any]] = []
     y = 0
-    for title, row_panels in ROWS:
+    for title, row_panels in rows(spec):
         result.append({"id": len(result) + 1, "type": "row", "title": title, "collapsed": False,
                        "gridPos": {"x": 0, "y": y, "w": GRID_WIDTH, "h": 1}, "panels": []})  # fmt: skip
         y, x, row_height = y + 1, 0, 0
@@ -341,6 +498,28 @@ def panels(spec: DashboardSpec) -> list[dict[str, Any]]:
 
 
 def templating(spec: DashboardSpec) -> list[dict[str, Any]]:
+    if not spec.has_vllm:
+        return [_datasource_variable(), _sglang_variable(spec)]
+    found = _vllm_templating(spec)
+    if spec.has_sglang:
+        found.append(_sglang_variable(spec))
+    return found
+
+
+def _datasource_variable() -> dict[str, Any]:
+    return {"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+            "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": []}  # fmt: skip
+
+
+def _sglang_variable(spec: DashboardSpec) -> dict[str, Any]:
+    query = f'label_values(up{{job="{spec.sglang_job}"}}, instance)'
+    return {"name": "sglang_instance", "label": "SGLang instance", "type": "query", "datasource": DATASOURCE,
+            "query": {"query": query, "refId": "sglang_instance"}, "definition": query, "refresh": 2,
+            "includeAll": True, "multi": True, "allValue": ".*", "current": {}, "options": [], "sort": 1,
+            "hide": 0}  # fmt: skip
+
+
+def _vllm_templating(spec: DashboardSpec) -> list[dict[str, Any]]:
     query = f'label_values(up{{job="{spec.job}"}}, instance)'
     return [
         {"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource", "query": "prometheus",
@@ -353,13 +532,27 @@ def templating(spec: DashboardSpec) -> list[dict[str, Any]]:
 
 
 def dashboard(spec: DashboardSpec) -> dict[str, Any]:
-    uid = "vllm-" + hashlib.sha1(f"{spec.title}|{spec.job}|{spec.version_label}".encode()).hexdigest()[:12]
+    key = f"{spec.title}|{spec.job}|{spec.version_label}"
+    if spec.engine != "vllm":
+        key += f"|{spec.engine}|{spec.sglang_job}"
+    uid = ("vllm-" if spec.has_vllm else "sglang-") + hashlib.sha1(key.encode()).hexdigest()[:12]
+    described = []
+    if spec.has_vllm:
+        described.append(
+            f"vLLM {spec.version_label}, job {spec.job}: generated by LLM Ops Console from the "
+            "guide's panel list (5.3.3)."
+        )
+    if spec.has_sglang:
+        described.append(
+            f"SGLang, job {spec.sglang_job}: generated by LLM Ops Console; SGLang exports these metrics only "
+            "when started with --enable-metrics."
+        )
+    tags = (["vllm"] if spec.has_vllm else []) + (["sglang"] if spec.has_sglang else []) + ["llm-ops-console"]
     return {
         "title": spec.title,
         "uid": uid,
-        "description": f"vLLM {spec.version_label}, job {spec.job}: generated by LLM Ops Console from the "
-        "guide's panel list (5.3.3).",
-        "tags": ["vllm", "llm-ops-console"],
+        "description": " ".join(described),
+        "tags": tags,
         "schemaVersion": SCHEMA_VERSION,
         "version": 1,
         "editable": True,
@@ -382,6 +575,31 @@ def render(spec: DashboardSpec) -> list[ConfigFile]:
 
 
 def checks(spec: DashboardSpec) -> list[Check]:
+    found = _vllm_checks(spec) if spec.has_vllm else []
+    if spec.has_sglang:
+        found.append(
+            Check(
+                "ok",
+                _("The SGLang panels read the `sglang:` metrics of job %(job)s") % {"job": spec.sglang_job},
+                _(
+                    "SGLang exports them only when started with `--enable-metrics`; without it `/metrics` "
+                    "answers 404 and the target counts as down."
+                ),
+            )
+        )
+    if spec.refresh == "10s":
+        found.append(
+            Check(
+                "warning",
+                _("Refreshing every 10s is faster than a usual 15s scrape"),
+                _("Every refresh re-runs all queries while the data changes every scrape."),
+                _("Use 30s unless the scrape interval is shorter."),
+            )
+        )
+    return found
+
+
+def _vllm_checks(spec: DashboardSpec) -> list[Check]:
     m = spec.metrics
     found = [
         Check(
@@ -408,15 +626,6 @@ def checks(spec: DashboardSpec) -> list[Check]:
     ]
     if m.cpu_cache_usage:
         found.append(Check("ok", _("Swap series shown (vLLM 0.7, V0 engine)")))
-    if spec.refresh == "10s":
-        found.append(
-            Check(
-                "warning",
-                _("Refreshing every 10s is faster than a usual 15s scrape"),
-                _("Every refresh re-runs all queries while the data changes every scrape."),
-                _("Use 30s unless the scrape interval is shorter."),
-            )
-        )
     return found
 
 

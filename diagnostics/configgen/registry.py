@@ -9,6 +9,7 @@ from diagnostics.configgen import (
     grafana,
     kubernetes,
     nginx,
+    sglang_launch,
     systemd,
     vllm_serve,
 )
@@ -18,6 +19,7 @@ GENERATORS: dict[str, Generator] = {
     g.key: g
     for g in (
         vllm_serve.GENERATOR,
+        sglang_launch.GENERATOR,
         docker.GENERATOR,
         kubernetes.GENERATOR,
         systemd.GENERATOR,

@@ -65,6 +65,18 @@ NOISY: dict[str, dict[str, str]] = {
         "down_for": "10s",
     },
     "grafana": {"vllm_version": "0.7", "refresh": "10s", "gpu_exporter": "nvidia_smi"},
+    "sglang": {
+        "enable_metrics": "off",
+        "api_key_env": "",
+        "mem_fraction_static": "0.97",
+        "chunked_prefill_size": "-1",
+        "tensor_parallel_size": "2",
+        "dp_size": "2",
+        "gpu_devices": "0,1,2,3",
+        "shm_size_gib": "2",
+        "gpu_model": "a100-80gb",
+        "context_length": "100000",
+    },
 }
 # A wrong value per generator: a value with shell metacharacters, a choice that is not one,
 # and a value the form does not show (it comes back under "Other settings in the link").
@@ -75,6 +87,7 @@ BROKEN: dict[str, dict[str, str]] = {
     "client": {"base_url": "ftp://x", "api_key_env": "bad key", "max_tokens": "-1"},
     "alerts": {"gpu_temp_metric": "temp-c", "kv_for": "soon", "job": "a b"},
     "grafana": {"title": "", "refresh": "1s", "job": "a'b"},
+    "sglang": {"model": "a b; rm", "dtype": "float64", "port": "x", "mem_fraction_static": "1"},
 }
 LINTED = """
 upstream backend {
