@@ -66,8 +66,8 @@ def reported_cache(*, instance: Instance, now: datetime) -> live_check.Reported 
         instances=[instance], names=live_check.REPORTED_NAMES, since=now - LOAD_WINDOW, until=now
     )
     values = {name: value for (_, name), value in latest.items()}
-    if "num_gpu_blocks" not in values:
-        values = _from_last_scrape(instance=instance, now=now)
+    if len(values) < len(live_check.REPORTED_NAMES):  # not every name is a stored series
+        values = _from_last_scrape(instance=instance, now=now) | values
     return live_check.Reported.from_values(values)
 
 

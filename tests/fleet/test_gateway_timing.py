@@ -70,4 +70,4 @@ def test_an_instance_the_inventory_reaches_through_its_gateway_is_timed_once(qui
     (instance,) = simulated_instances(1)
     make_gateway(name="edge", url=instance.base_url, instances=[instance])
     target = probe_service.target_for(Instance.objects.prefetch_related("gateways").get(pk=instance.pk))
-    assert (target.gateway, target.gateway_url) == ("", "")
+    assert (target.gateway, target.gateway_url, target.through_gateway) == ("edge", "", True)

@@ -108,3 +108,18 @@ class EngineDialect:
 
 def chat_messages() -> list[dict[str, str]]:
     return [{"role": "user", "content": PROMPT}]
+
+
+def openai_chat_request(target: ProbeTarget, *, max_tokens: int, stream: bool) -> dict[str, Any]:
+    """The OpenAI-compatible chat completion the probes send (vLLM, SGLang): greedy, with
+    usage in the last chunk of a stream."""
+    body: dict[str, Any] = {
+        "model": target.served_model_name,
+        "messages": chat_messages(),
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": stream,
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body

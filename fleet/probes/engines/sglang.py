@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from django.utils.translation import gettext_noop
 
-from fleet.probes.engines.base import EngineDialect, ReadinessRoute, StreamEvent, chat_messages
+from fleet.probes.engines.base import EngineDialect, ReadinessRoute, StreamEvent, openai_chat_request
 from fleet.probes.engines.vllm import openai_event
 from fleet.probes.target import ProbeTarget
 
@@ -126,23 +126,10 @@ class SglangDialect(EngineDialect):
         return 503
 
     def one_token_request(self, target: ProbeTarget) -> tuple[str, dict[str, Any]]:
-        return "/v1/chat/completions", {
-            "model": target.served_model_name,
-            "messages": chat_messages(),
-            "max_tokens": 1,
-            "temperature": 0,
-            "stream": False,
-        }
+        return "/v1/chat/completions", openai_chat_request(target, max_tokens=1, stream=False)
 
     def stream_body(self, target: ProbeTarget, max_tokens: int) -> dict[str, Any]:
-        return {
-            "model": target.served_model_name,
-            "messages": chat_messages(),
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        return openai_chat_request(target, max_tokens=max_tokens, stream=True)
 
     def parse_event(self, data: dict[str, Any]) -> StreamEvent:
         return sglang_event(data)
