@@ -48,8 +48,25 @@ def guess_model_size(*, name: str, quantization: str = "", dtype: str = "") -> M
     )
 
 
-def kv_bytes_per_token_guess(params_b: float) -> int:
-    """KV bytes per token at 16-bit KV for a grouped-query model of this size."""
+# Families whose layout differs from the typical one, by the model's name (without its
+# organisation, lower case): layers x KV heads x head dim x (K, V) x 2 bytes, from their
+# published config.json (the same figures as diagnostics/sizing/data/models.json).
+_KNOWN_KV_BYTES = {
+    "qwen2-7b": 28 * 4 * 128 * 2 * 2,
+    "qwen2.5-7b": 28 * 4 * 128 * 2 * 2,
+    "qwen2.5-14b": 48 * 8 * 128 * 2 * 2,
+    "qwen3-8b": 36 * 8 * 128 * 2 * 2,
+    "qwen3-14b": 40 * 8 * 128 * 2 * 2,
+}
+
+
+def kv_bytes_per_token_guess(params_b: float, name: str = "") -> int:
+    """KV bytes per token at 16-bit KV: the family's own layout when the name is one of
+    _KNOWN_KV_BYTES, else a typical grouped-query model of this size."""
+    short = name.rsplit("/", 1)[-1].lower()
+    for family, kv_bytes in _KNOWN_KV_BYTES.items():
+        if short == family or short.startswith(f"{family}-"):
+            return kv_bytes
     if params_b <= 10:
         return 131072  # 32 layers x 8 KV heads x 128 dims x (K, V) x 2 bytes
     if params_b <= 40:

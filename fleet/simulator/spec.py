@@ -165,7 +165,7 @@ class InstanceSpec:
         if self.weights_gib is None:
             set_(self, "weights_gib", round(self.params_b * 1e9 * self.weight_bytes_per_param / GIB, 2))
         if self.kv_bytes_per_token is None:
-            set_(self, "kv_bytes_per_token", kv_bytes_per_token_guess(self.params_b))
+            set_(self, "kv_bytes_per_token", kv_bytes_per_token_guess(self.params_b, self.served_model_name))
         if self.enable_prefix_caching is None:
             set_(self, "enable_prefix_caching", self._prefix_caching_default())
         if self.num_gpu_blocks is None:

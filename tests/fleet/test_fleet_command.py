@@ -102,12 +102,13 @@ def test_fleet_import_fails_on_a_file_that_is_not_there(tmp_path):
 
 
 @pytest.mark.embedded
-def test_demo_fleet_loads_three_hosts_five_instances_and_a_gateway():
+def test_demo_fleet_loads_three_hosts_six_instances_and_a_gateway():
     out, _ = _run("demo_fleet")
-    assert out.strip() == "Demo fleet: 23 created, 0 updated, 0 unchanged."
+    assert out.strip() == "Demo fleet: 24 created, 0 updated, 0 unchanged."
     assert (GpuHost.objects.count(), Gpu.objects.count()) == (3, 14)
     assert sorted(Instance.objects.values_list("engine", flat=True)) == [
         "ollama",
+        "sglang",
         "tgi",
         "vllm",
         "vllm",
@@ -116,14 +117,14 @@ def test_demo_fleet_loads_three_hosts_five_instances_and_a_gateway():
     gateway = Gateway.objects.get()
     assert (gateway.name, gateway.url) == ("llm-gateway", "http://127.0.0.1:8080")
     assert {i.engine for i in gateway.instances.all()} == {"vllm"}
-    assert ChangeLogEntry.objects.filter(source="demo").count() == 23
+    assert ChangeLogEntry.objects.filter(source="demo").count() == 24
 
 
 def test_the_demo_fleet_runs_one_instance_tensor_parallel_on_two_gpus():
     _run("demo_fleet")
     urls = Instance.objects.values_list("base_url", flat=True)
     ports = sorted(url.rsplit(":", 1)[1] for url in urls)
-    assert ports == ["8101", "8102", "8103", "8104", "8105"]
+    assert ports == ["8101", "8102", "8103", "8104", "8105", "8106"]
     tp2 = Instance.objects.get(tensor_parallel_size=2)
     assert tp2.gpus.count() == 2
 
@@ -132,6 +133,6 @@ def test_demo_fleet_run_twice_changes_nothing_the_second_time():
     _run("demo_fleet")
     stamps = list(Instance.objects.values_list("updated_at", flat=True))
     out, _ = _run("demo_fleet")
-    assert out.strip() == "Demo fleet: 0 created, 0 updated, 23 unchanged."
+    assert out.strip() == "Demo fleet: 0 created, 0 updated, 24 unchanged."
     assert list(Instance.objects.values_list("updated_at", flat=True)) == stamps
-    assert ChangeLogEntry.objects.count() == 23
+    assert ChangeLogEntry.objects.count() == 24

@@ -103,3 +103,14 @@ def test_inventory_instances_on_loopback_become_specs(monkeypatch):
         4,
         0.56,
     )
+
+
+def test_known_families_get_their_own_kv_layout_and_others_the_typical_one():
+    from fleet.simulator.model_sizes import kv_bytes_per_token_guess
+
+    # Qwen2.5-7B: 28 layers x 4 KV heads x 128 x (K, V) x 2 bytes, half the typical 8B layout.
+    assert kv_bytes_per_token_guess(7, "Qwen/Qwen2.5-7B-Instruct") == 57344
+    assert kv_bytes_per_token_guess(7, "Qwen/Qwen2.5-7B-Instruct-AWQ") == 57344
+    assert kv_bytes_per_token_guess(8, "meta-llama/Llama-3.1-8B-Instruct") == 131072
+    assert kv_bytes_per_token_guess(32, "Qwen/Qwen3-32B") == 262144
+    assert InstanceSpec(name="q", served_model_name="Qwen/Qwen2.5-7B-Instruct").kv_bytes_per_token == 57344
