@@ -17,13 +17,17 @@ SAMPLED = (
     "kv_cache_usage", "ttft_p99_s", "e2e_p99_s", "num_requests_waiting", "gpu_temperature_c",
     "error_rate", "kv_swap",
 )  # fmt: skip
+# Requests waiting for capacity, where the engine tells them apart (vLLM's
+# num_requests_waiting_by_reason): those waiting as "deferred" (a LoRA slot, a KV transfer)
+# are not overload, so the waiting signal counts them out (docs/vllm-metrics-judgements.md).
+CAPACITY_WAITS = "num_requests_waiting_capacity"
 SIGNALS = (*SAMPLED, "service_down", "kv_pressure", "capacity_critical")
 
 
 def values_for(instances: list[Instance], now: datetime) -> dict[int, dict[str, float | None]]:
     """Every signal of every instance, by instance id."""
     latest = MetricSample.objects.latest_values(
-        instances=instances, names=SAMPLED, since=now - FRESH, until=now
+        instances=instances, names=(*SAMPLED, CAPACITY_WAITS), since=now - FRESH, until=now
     )
     critical = Counter(
         CapacityFinding.objects.filter(instance__in=instances, severity="critical")
@@ -42,6 +46,9 @@ def _signals(
     found: dict[str, float | None] = {
         name: latest.get((instance.pk, name), stored.get(name)) for name in SAMPLED
     }
+    capacity = latest.get((instance.pk, CAPACITY_WAITS), stored.get(CAPACITY_WAITS))
+    if capacity is not None:
+        found["num_requests_waiting"] = capacity
     found["service_down"] = (1.0 if state.verdict == "down" else 0.0) if state is not None else None
     codes = {f.get("code") for f in state.findings} if state is not None else set()
     # The verdict's own KV rule (fleet.probes.metric_rules.kv_under_pressure): one answer.

@@ -355,22 +355,36 @@ def _p99(spec: AlertSpec, histogram: str) -> str:
     return f"histogram_quantile(0.99, sum by (le, instance) (rate({selector}[{RATE_WINDOW}])))"
 
 
+# vllm:num_requests_waiting_by_reason{reason="capacity"|"deferred"}: read from the generator's
+# 0.20 on, with the total as the fallback where an engine does not export it
+# (docs/vllm-metrics.md gives the release as inferred).
+WAITING_BY_REASON_FROM = (0, 20)
+
+
 def expressions(spec: AlertSpec) -> dict[str, str]:
     """Each rule's PromQL by rule key; the swap rule only where the version swaps."""
     job, m, t = f'job="{spec.job}"', spec.metrics, spec.thresholds
     success = f"rate(vllm:request_success_total{{{job}}}[{RATE_WINDOW}])"
     failed = f'rate(vllm:request_success_total{{{job},finished_reason=~"{FAILED_REASONS}"}}[{RATE_WINDOW}])'
+    waiting = f"sum by (instance) (vllm:num_requests_waiting{{{job}}})"
+    if m.version >= WAITING_BY_REASON_FROM:
+        # Requests waiting as "deferred" (a LoRA slot, a KV transfer) are not overload: count
+        # those waiting for capacity where the engine tells them apart, all of them where not.
+        waiting = (
+            f'(sum by (instance) (vllm:num_requests_waiting_by_reason{{{job},reason="capacity"}})'
+            f" or {waiting})"
+        )
     exprs = {
         # The console's one KV rule (fleet.probes.metric_rules.kv_under_pressure): usage above the
         # threshold and requests waiting or preempted.
         "kv": f"max by (instance) ({m.kv_usage}{{{job}}}) > {number(t['kv'])}"
-        f" and on (instance) (sum by (instance) (vllm:num_requests_waiting{{{job}}}) > {spec.kv_min_waiting}"
+        f" and on (instance) ({waiting} > {spec.kv_min_waiting}"
         f" or sum by (instance) (rate(vllm:num_preemptions_total{{{job}}}[{RATE_WINDOW}])) > 0)",
         "down": f"up{{{job}}} == 0",
         "error_rate": f"sum by (instance) ({failed}) / sum by (instance) ({success})"
         f" > {number(t['error_rate'])}",
         "ttft": f"{_p99(spec, 'vllm:time_to_first_token_seconds')} > {number(t['ttft'])}",
-        "queue": f"sum by (instance) (vllm:num_requests_waiting{{{job}}}) > {number(t['queue'])}",
+        "queue": f"{waiting} > {number(t['queue'])}",
         "gpu_temp": f"{spec.gpu_temp_metric} > {number(t['gpu_temp'])}",
         "e2e": f"{_p99(spec, 'vllm:e2e_request_latency_seconds')} > {number(t['e2e'])}",
     }

@@ -10,6 +10,8 @@ chosen version really exposes:
 - Inter-token latency: `vllm:time_per_output_token_seconds` up to 0.10;
   `vllm:inter_token_latency_seconds` from 0.11 (the old name is deprecated in 0.11, hidden in 0.12).
 - Swap (`vllm:cpu_cache_usage_perc`, `vllm:num_requests_swapped`): 0.7 (V0 engine) only.
+- Waiting by reason (`vllm:num_requests_waiting_by_reason{reason="capacity"|"deferred"}`): read
+  from 0.20 (docs/vllm-metrics.md; the release is inferred), with the total as a fallback.
 - There is no `vllm:request_failure_total` in any version: failed requests are
   `vllm:request_success_total{finished_reason=~"abort|error"}`.
 
@@ -76,6 +78,9 @@ def metrics_for(version: str) -> VllmMetrics:
         exposed.add("vllm:gpu_cache_usage_perc")  # deprecated beside the new name
     if v == (0, 11):
         exposed.add("vllm:time_per_output_token_seconds")  # deprecated beside the new name
+    if v >= (0, 20):
+        # waits split into capacity and deferred (the simulator's and the upgrade diff's 0.20)
+        exposed.add("vllm:num_requests_waiting_by_reason")
     swap = v <= (0, 7)
     if swap:
         exposed |= {"vllm:cpu_cache_usage_perc", "vllm:num_requests_swapped"}

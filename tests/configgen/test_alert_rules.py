@@ -147,6 +147,13 @@ FIRING_CASES = {
     "ttft p99": ("0.12", TTFT_BUCKETS, "10m", "VLLMHighTTFT", {"instance": INSTANCE}, "9.95"),
     "queue backlog": ("0.20", [_series("vllm:num_requests_waiting", "60x10")], "5m", "VLLMQueueBacklog",
                       {"instance": INSTANCE}, "60"),
+    # where the engine splits its waits (0.20+), only those waiting for capacity count
+    "queue backlog waiting for capacity": (
+        "0.20",
+        [_series("vllm:num_requests_waiting", "65x10"),
+         _series("vllm:num_requests_waiting_by_reason", "60x10", reason="capacity"),
+         _series("vllm:num_requests_waiting_by_reason", "5x10", reason="deferred")],
+        "5m", "VLLMQueueBacklog", {"instance": INSTANCE}, "60"),
     "gpu temperature": ("0.11", [_series("DCGM_FI_DEV_GPU_TEMP", "88x10", job="dcgm", gpu="3")], "6m",
                         "GPUTemperatureHigh", {"instance": INSTANCE, "job": "dcgm", "gpu": "3"}, "88"),
     "kv swap on 0.7": ("0.7", [_series("vllm:cpu_cache_usage_perc", "0.2x10")], "6m", "VLLMKVCacheSwap",
@@ -164,6 +171,12 @@ SILENT_CASES = {
     "kv near full for less than its for": ("0.11", _kv_series("vllm:kv_cache_usage_perc", 12), "1m",
                                            "VLLMKVCacheNearFull"),
     "service up": ("0.11", [_series("up", "1x5")], "3m", "VLLMServiceDown"),
+    "requests deferred for a LoRA slot or a KV transfer are no backlog": (
+        "0.20",
+        [_series("vllm:num_requests_waiting", "80x10"),
+         _series("vllm:num_requests_waiting_by_reason", "10x10", reason="capacity"),
+         _series("vllm:num_requests_waiting_by_reason", "70x10", reason="deferred")],
+        "5m", "VLLMQueueBacklog"),
     "no errors": ("0.11", FINISHED[:1], "10m", "VLLMHighErrorRate"),
 }  # fmt: skip
 

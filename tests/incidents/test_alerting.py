@@ -280,3 +280,18 @@ def test_an_incident_is_mitigated_only_when_every_alert_that_joined_it_has_clear
     down_for(60, start=end + timedelta(seconds=30))
     incident.refresh_from_db()
     assert incident.status == "mitigated"
+
+
+def test_requests_waiting_as_deferred_do_not_count_as_a_backlog():
+    """vLLM 0.20+ tells waits apart: 80 waiting, of which 70 for a LoRA slot or a KV transfer
+    ("deferred"), is not more than 50 waiting for capacity; an engine without the split is
+    judged on all its waits."""
+    split = make_instance(make_host(), name="lora-a")
+    whole = make_instance(make_host(name="gpu-b"), name="plain-b")
+    for i in range(8):
+        at = T0 + timedelta(seconds=30 * i)
+        for instance in (split, whole):
+            sample(instance, "num_requests_waiting", 80, at)
+        sample(split, "num_requests_waiting_capacity", 10, at)
+        evaluate(now=at)
+    assert list(Incident.objects.values_list("instances__name", "category")) == [("plain-b", "rate_limit.queue")]
