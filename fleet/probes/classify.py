@@ -146,9 +146,10 @@ def _readiness_failure(
             Category.UNRESPONSIVE,
             "down",
             later(
-                "%(path)s accepted the connection but did not answer in %(s).1f s: the API server is hung",
+                "%(path)s accepted the connection but did not answer in %(s).1f s: %(meaning)s",
                 path=path,
                 s=check.elapsed_s,
+                meaning=later(dialect.hung_health_meaning),
             ),
         )
     if dead:

@@ -220,6 +220,22 @@ def test_a_stuck_scheduler_fails_sglang_s_health_check(probed):
     assert judged(probe).verdict == "down"
 
 
+def test_a_stuck_scheduler_slower_than_the_probe_is_named_as_sglang_s_scheduler_not_a_hung_server(
+    monkeypatch,
+):
+    """With SGLang's own 20 s health timeout the probe (3 s) gives up first: the finding says
+    what a silent /health means for SGLang (its /health runs a generation)."""
+    monkeypatch.setattr(sglang_server, "HEALTH_CHECK_TIMEOUT_S", 20.0)  # the module fixture shortens it
+    with SimulatorThread([_spec("stuck-long", 9)]) as sim:
+        sim.inject("stuck-long", {"kind": "engine_stall"})
+        probes = asyncio.run(_probe({"stuck-long": _target(sim.url("stuck-long"), 9)}))
+    classification = judged(probes["stuck-long"])
+    timeout = next(f for f in classification.findings if f.code == "health.timeout")
+    assert classification.verdict == "down"
+    assert timeout.evidence.endswith(dialect_for("sglang").hung_health_meaning)
+    assert "the API server is hung" not in timeout.evidence
+
+
 # -- the inventory ---------------------------------------------------------------------------
 
 

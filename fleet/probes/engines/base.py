@@ -72,6 +72,8 @@ class EngineDialect:
     who_sent_429: ClassVar[str]
     why_503: ClassVar[str]
     dead_health_note: ClassVar[str] = ""  # how its /health says the engine died
+    # What a health route that accepts the connection and then says nothing means.
+    hung_health_meaning: ClassVar[str] = gettext_noop("the API server is hung")
     no_metric_series: ClassVar[str] = ""  # why its /metrics may hold no engine series
 
     @property

@@ -112,6 +112,10 @@ class SglangDialect(EngineDialect):
         "SGLang answers 503 while it warms up and when a one-token generation gets no answer "
         "within SGLANG_HEALTH_CHECK_TIMEOUT, 20 s by default"
     )
+    hung_health_meaning = gettext_noop(
+        "SGLang's /health runs a one-token generation, so its scheduler is stuck or saturated "
+        "(SGLang itself answers 503 only after SGLANG_HEALTH_CHECK_TIMEOUT, 20 s by default)"
+    )
     no_metric_series = gettext_noop(
         "SGLang writes them only with --enable-metrics, and its scheduler's first values after "
         "its first batch or 30 s of idling"
