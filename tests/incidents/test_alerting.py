@@ -294,4 +294,5 @@ def test_requests_waiting_as_deferred_do_not_count_as_a_backlog():
             sample(instance, "num_requests_waiting", 80, at)
         sample(split, "num_requests_waiting_capacity", 10, at)
         evaluate(now=at)
-    assert list(Incident.objects.values_list("instances__name", "category")) == [("plain-b", "rate_limit.queue")]
+    opened = list(Incident.objects.values_list("instances__name", "category"))
+    assert opened == [("plain-b", "rate_limit.queue")]
