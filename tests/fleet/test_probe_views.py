@@ -126,3 +126,32 @@ def test_the_instance_page_says_when_each_kind_was_last_measured_and_draws_the_h
     assert "health and latency phases" in page and "engine metrics 3" in page and "streaming" not in page
     charts = viewer_client.get(reverse("fleet:instance-charts", args=[instance.pk])).content.decode()
     assert "TTFB" in charts and "latest probe" in charts
+
+
+def _add_fleet(prefix: str, hosts: int, per_host: int) -> None:
+    for h in range(hosts):
+        host = make_host(name=f"{prefix}-rack-{h:02d}")
+        for i in range(per_host):
+            verdict = ("up", "degraded", "down")[(h + i) % 3]
+            with_state(
+                make_instance(host, name=f"{prefix}-{h:02d}-{i:02d}"), verdict, "TTFB 7.2 s > 5 s, so TTFT"
+            )
+
+
+def test_the_overview_makes_the_same_few_queries_for_a_small_and_a_larger_fleet(viewer_client):
+    """Issue 16's guard: queries, not times. The page and the polled tiles cost the same
+    number of queries with 6 instances as with 60 (no query per tile), and at most 15."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for prefix, hosts, per_host in (("small", 2, 3), ("large", 9, 6)):  # 6, then 60 instances
+        _add_fleet(prefix, hosts, per_host)
+        with CaptureQueriesContext(connection) as page:
+            viewer_client.get(reverse("fleet:overview"))
+        with CaptureQueriesContext(connection) as tiles:
+            viewer_client.get(reverse("fleet:overview"), HTTP_HX_TARGET="tiles", **HTMX_HEADERS)
+        counts.append((len(page), len(tiles)))
+    small, larger = counts
+    assert small == larger, counts
+    assert max(larger) <= 15, counts
