@@ -56,7 +56,7 @@ def _inventory(*, instances: int, base_port: int) -> list:
         for s in specs_for(instances, base_port)
     ]  # fmt: skip
     Instance.objects.bulk_create(rows)
-    return list(Instance.objects.select_related("host").prefetch_related("gpus"))
+    return list(Instance.objects.select_related("host").prefetch_related("gpus", "gateways"))
 
 
 async def _bare_fetch(urls: list[str], concurrency: int) -> None:

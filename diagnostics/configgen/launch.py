@@ -33,6 +33,33 @@ DEPLOYMENT, KUBERNETES, WATCHDOG = (
     pgettext_lazy("config generator", "Watchdog"),
 )
 
+
+def shared_memory_fields(group: str) -> tuple[Field, Field]:
+    """The container's `/dev/shm` size and how docker gives it: the same two fields for every
+    engine's container (NCCL shares tensors through /dev/shm)."""
+    return (
+        Field(
+            "shm_size_gib",
+            "`/dev/shm` (GiB)",
+            "8",
+            kind="int",
+            help=gettext_lazy("8 GiB for multi-GPU: NCCL shares tensors through /dev/shm."),
+            group=group,
+        ),
+        Field(
+            "docker_ipc",
+            gettext_lazy("docker shared memory"),
+            "shm-size",
+            gettext_lazy(
+                "--shm-size gives the container its own /dev/shm of that size; --ipc=host shares the host's."
+            ),
+            kind="choice",
+            choices=(("shm-size", "--shm-size"), ("host", "--ipc=host")),
+            group=group,
+        ),
+    )
+
+
 LAUNCH_FIELDS: tuple[Field, ...] = (
     Field(
         "model",
@@ -190,25 +217,7 @@ LAUNCH_FIELDS: tuple[Field, ...] = (
         group=DEPLOYMENT,
     ),
     Field("memory_request_gib", gettext_lazy("Memory request (GiB)"), "32", kind="int", group=DEPLOYMENT),
-    Field(
-        "shm_size_gib",
-        "`/dev/shm` (GiB)",
-        "8",
-        kind="int",
-        help=gettext_lazy("8 GiB for multi-GPU: NCCL shares tensors through /dev/shm."),
-        group=DEPLOYMENT,
-    ),
-    Field(
-        "docker_ipc",
-        gettext_lazy("docker shared memory"),
-        "shm-size",
-        gettext_lazy(
-            "--shm-size gives the container its own /dev/shm of that size; --ipc=host shares the host's."
-        ),
-        kind="choice",
-        choices=(("shm-size", "--shm-size"), ("host", "--ipc=host")),
-        group=DEPLOYMENT,
-    ),
+    *shared_memory_fields(DEPLOYMENT),
     Field("namespace", gettext_lazy("Kubernetes namespace"), "llm", group=KUBERNETES),
     Field("replicas", pgettext_lazy("config generator", "Replicas"), "1", kind="int", group=KUBERNETES),
     Field("model_pvc", gettext_lazy("Model cache PVC"), "model-cache", group=KUBERNETES),

@@ -236,25 +236,7 @@ FIELDS: tuple[Field, ...] = (
         gettext_lazy("Host path (docker, systemd) with the weights."),
         group=CONTAINER,
     ),
-    Field(
-        "shm_size_gib",
-        "`/dev/shm` (GiB)",
-        "8",
-        kind="int",
-        help=gettext_lazy("8 GiB for multi-GPU: NCCL shares tensors through /dev/shm."),
-        group=CONTAINER,
-    ),
-    Field(
-        "docker_ipc",
-        gettext_lazy("docker shared memory"),
-        "shm-size",
-        gettext_lazy(
-            "--shm-size gives the container its own /dev/shm of that size; --ipc=host shares the host's."
-        ),
-        kind="choice",
-        choices=(("shm-size", "--shm-size"), ("host", "--ipc=host")),
-        group=CONTAINER,
-    ),
+    *launch.shared_memory_fields(CONTAINER),
     Field("service_user", gettext_lazy("systemd user"), "sglang", group=SERVICE),
     Field("venv", gettext_lazy("Python venv"), "/opt/sglang/venv", group=SERVICE),
     Field(
