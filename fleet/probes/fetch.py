@@ -1,7 +1,9 @@
-"""One bounded HTTP request: httpx timeouts, a hard deadline, a byte limit, a trace.
+"""One bounded HTTP request: timeouts by phase, a hard deadline, a byte limit, a trace.
 
 Every probe request goes through `fetch_bounded`, so none can hang past its deadline or
-read an unbounded body, and every failure comes back as an `Outcome`.
+read an unbounded body, and every failure comes back as an `Outcome`. The probes' clients
+(`make_instance_client`, `make_probe_client`) are fleet.probes.http_client's ProbeClient;
+an httpx.AsyncClient is still taken (the same bounds, through httpx).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import httpx
 
 from fleet.probes.error_bodies import error_message
 from fleet.probes.guarded_network import guarded
+from fleet.probes.http_client import ProbeClient
 from fleet.probes.outcomes import BodyTooLarge, Outcome, describe_exception, outcome_for_exception
 from fleet.probes.target import ProbeLimits
 
@@ -44,27 +47,41 @@ def _tls_context() -> ssl.SSLContext:
     return _TLS_CONTEXT
 
 
-def make_instance_client(*, limits: ProbeLimits) -> httpx.AsyncClient:
-    """A small client for one instance probe. A sweep gives each probe its own: httpcore's
-    pool scans all its connections for every request, so one pool shared by hundreds of
-    instances costs more than the requests themselves."""
+AnyClient = ProbeClient | httpx.AsyncClient
+
+
+def make_streaming_client(*, limits: ProbeLimits) -> httpx.AsyncClient:
+    """The httpx client of the streaming probe (it reads a body as it arrives). Proxies
+    from the environment are ignored: probes go straight to the inventory's addresses,
+    through the target policy's check (fleet.probes.guarded_network)."""
     pool = httpx.Limits(max_connections=6, max_keepalive_connections=6, keepalive_expiry=5.0)
     return guarded(
         httpx.AsyncClient(timeout=httpx_timeout(limits), limits=pool, trust_env=False, verify=_tls_context())
     )
 
 
-def make_probe_client(*, limits: ProbeLimits, concurrency: int = 100) -> httpx.AsyncClient:
-    """The shared client for a probe sweep. One instance probe makes up to six requests at
-    once, so the pool allows six connections per concurrent probe. Proxies from the
-    environment are ignored: probes go straight to the inventory's addresses, through the
-    target policy's check (fleet.probes.guarded_network)."""
-    pool = httpx.Limits(
-        max_connections=max(6, concurrency * 6),
-        max_keepalive_connections=max(1, concurrency),
-        keepalive_expiry=5.0,
+def make_instance_client(*, limits: ProbeLimits) -> ProbeClient:
+    """The client of one instance probe: its requests share the connections it keeps (the
+    metrics scrape goes over the connection the health request opened), and closing it
+    closes them, so a sweep holds connections only for the probes under way."""
+    return ProbeClient(
+        connect_timeout_s=limits.connect_timeout_s,
+        read_timeout_s=limits.read_timeout_s,
+        tls_context=_tls_context(),
+        httpx_factory=lambda: make_streaming_client(limits=limits),
     )
-    return guarded(httpx.AsyncClient(timeout=httpx_timeout(limits), limits=pool, trust_env=False))
+
+
+def make_probe_client(*, limits: ProbeLimits, concurrency: int = 100) -> ProbeClient:
+    """One client shared by many probes: it keeps up to two idle connections per
+    concurrent probe (a connection is found by its origin, however many are kept)."""
+    return ProbeClient(
+        connect_timeout_s=limits.connect_timeout_s,
+        read_timeout_s=limits.read_timeout_s,
+        tls_context=_tls_context(),
+        max_idle=max(6, 2 * concurrency),
+        httpx_factory=lambda: make_streaming_client(limits=limits),
+    )
 
 
 @dataclass
@@ -77,6 +94,10 @@ class TraceLog:
 
     async def __call__(self, name: str, info: dict[str, Any]) -> None:
         short = name.split(".", 1)[1] if name.count(".") >= 2 else name
+        self.events.setdefault(short, perf_counter() - self.started)
+
+    def mark(self, short: str) -> None:
+        """The ProbeClient's trace: it names the steps by their short names."""
         self.events.setdefault(short, perf_counter() - self.started)
 
     def span(self, step: str) -> float | None:
@@ -148,7 +169,7 @@ async def read_prefix(response: httpx.Response, limit: int = ERROR_BODY_BYTES) -
 @dataclass
 class _Seen:
     status: int | None = None
-    headers: httpx.Headers = field(default_factory=httpx.Headers)
+    headers: httpx.Headers | dict[str, str] = field(default_factory=dict)
     http_version: str = ""
 
 
@@ -169,7 +190,7 @@ def _failure_outcome(exc: BaseException, trace: TraceLog) -> Outcome:
 
 async def fetch_bounded(
     *,
-    client: httpx.AsyncClient,
+    client: AnyClient,
     url: str,
     limits: ProbeLimits,
     method: str = "GET",
@@ -177,9 +198,18 @@ async def fetch_bounded(
     headers: dict[str, str] | None = None,
     max_bytes: int | None = None,
     deadline_s: float | None = None,
+    fresh: bool = False,
 ) -> FetchResult:
     """Send one request and read at most max_bytes of its body, within the deadline.
-    Status >= 400 is `bad_status` (the body is kept, for its error message)."""
+    Status >= 400 is `bad_status` (the body is kept, for its error message). With `fresh`
+    the request opens its own connection (a ProbeClient otherwise reuses one kept for
+    the origin)."""
+    if isinstance(client, ProbeClient):
+        return await _fetch_with_probe_client(
+            client, url, limits, method=method, json=json, headers=headers,
+            max_bytes=max_bytes or limits.max_body_bytes, fresh=fresh,
+            deadline=deadline_s if deadline_s is not None else limits.total_deadline_s,
+        )  # fmt: skip
     started = perf_counter()
     deadline = deadline_s if deadline_s is not None else limits.total_deadline_s
     trace = TraceLog(started=started)
@@ -236,3 +266,32 @@ def _result(
         http_version=seen.http_version,
         trace=trace,
     )
+
+
+async def _fetch_with_probe_client(
+    client: ProbeClient,
+    url: str,
+    limits: ProbeLimits,
+    *,
+    method: str,
+    json: Any,
+    headers: dict[str, str] | None,
+    max_bytes: int,
+    fresh: bool,
+    deadline: float,
+) -> FetchResult:
+    started = perf_counter()
+    trace = TraceLog(started=started)
+    seen = _Seen()
+    try:
+        async with asyncio.timeout(deadline):
+            answer = await client.request(
+                method, url, json=json, headers=headers, max_bytes=max_bytes,
+                prefix_bytes=ERROR_BODY_BYTES, trace=trace.mark, fresh=fresh,
+            )  # fmt: skip
+    except Exception as exc:  # every failure is a classified result
+        error = deadline_message(exc, deadline) or describe_exception(exc)
+        return _result(url, method, seen, trace, started, outcome=_failure_outcome(exc, trace), error=error)
+    seen.status, seen.headers, seen.http_version = answer.status, answer.headers, answer.http_version
+    outcome = Outcome.BAD_STATUS if answer.status >= 400 else Outcome.OK
+    return _result(url, method, seen, trace, started, outcome=outcome, body=answer.body)

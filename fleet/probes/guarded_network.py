@@ -1,17 +1,22 @@
 """Connections a probe may make: the target policy checked on the address connected to.
 
-httpx resolves a host name when it connects, after any check made when the URL was saved,
-and DNS can change in between. So the probes' clients connect through these httpcore
-network backends: they resolve the name themselves, refuse (fleet.target_policy) when any
-address it resolves to is refused, and connect to the checked address. TLS still verifies
-the name in the URL (httpcore passes it separately as the server name).
+A client resolves a host name when it connects, after any check made when the URL was
+saved, and DNS can change in between. So the probes connect through
+`open_checked_connection` (the probes' own client, fleet.probes.http_client) or these
+httpcore network backends (the httpx clients of the streaming probe and the DCGM reader):
+they resolve the name themselves, refuse (fleet.target_policy) when any address it
+resolves to is refused, and connect to the checked address. TLS still verifies the name in
+the URL (it is passed separately as the server name).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 import anyio
@@ -21,6 +26,7 @@ import httpx
 from fleet import target_policy
 
 
+@lru_cache(maxsize=4096)
 def _literal(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -140,3 +146,46 @@ def guarded(client: httpx.AsyncClient | httpx.Client) -> httpx.AsyncClient | htt
         GuardedAsyncBackend() if isinstance(client, httpx.AsyncClient) else GuardedSyncBackend()
     )
     return client
+
+
+async def _resolve_for_connect(host: str, port: int, timeout_s: float) -> list[str]:
+    try:
+        async with asyncio.timeout(timeout_s):
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except TimeoutError:
+        raise httpx.ConnectTimeout(f"resolving {host} took over {timeout_s:g} s") from None
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    return [str(info[4][0]) for info in infos]
+
+
+def _connect_error(exc: OSError, address: str, port: int) -> httpx.ConnectError:
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    error = httpx.ConnectError(f"{reason} (connecting to {address} port {port})")
+    error.__cause__ = exc
+    return error
+
+
+async def open_checked_connection(
+    factory: Callable[[], asyncio.Protocol], host: str, port: int, *, timeout_s: float
+) -> tuple[asyncio.Transport, Any]:
+    """An asyncio connection to an address of `host` the target policy allows, tried in
+    the resolver's order, each attempt within timeout_s. Failures are httpx's exceptions
+    (ConnectError, with the OS error as its cause; ConnectTimeout); a refused target is a
+    ConnectError that says why, and nothing is connected."""
+    found = [host] if _literal(host) else await _resolve_for_connect(host, port, timeout_s)
+    try:
+        addresses = _checked(host, port, found)
+    except httpcore.ConnectError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    loop = asyncio.get_running_loop()
+    error: Exception | None = None
+    for address in addresses:
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await loop.create_connection(factory, address, port)  # type: ignore[return-value]
+        except TimeoutError:
+            error = httpx.ConnectTimeout(f"connecting to {address} port {port} took over {timeout_s:g} s")
+        except OSError as exc:
+            error = _connect_error(exc, address, port)
+    raise error  # type: ignore[misc]  (addresses is never empty: _checked says so)

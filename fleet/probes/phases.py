@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from fleet.probes.fetch import FetchResult, fetch_bounded
+from fleet.probes.fetch import AnyClient, FetchResult, fetch_bounded
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits
@@ -90,14 +90,16 @@ def _failed(url: str, method: str, outcome: Outcome, error: str, dns_s: float | 
 
 async def measure_phases(
     *,
-    client: httpx.AsyncClient,
+    client: AnyClient,
     url: str,
     limits: ProbeLimits,
     method: str = "GET",
     json: Any = None,
     headers: dict[str, str] | None = None,
 ) -> PhaseResult:
-    """Time one request's phases; never raises. A status >= 400 is `bad_status`."""
+    """Time one request's phases; never raises. A status >= 400 is `bad_status`. The
+    request opens its own connection, so its connect phase is a real connect (the
+    connection is then kept for the probe's next request to the origin)."""
     try:
         parsed = httpx.URL(url)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -114,6 +116,7 @@ async def measure_phases(
         json=json,
         headers=headers,
         deadline_s=max(0.1, limits.total_deadline_s - dns_s),
+        fresh=True,
     )
     return PhaseResult(
         url=url,

@@ -17,10 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from fleet.probes.engines import DIALECTS, EngineDialect, ReadinessRoute
-from fleet.probes.fetch import FetchResult, fetch_bounded
+from fleet.probes.fetch import AnyClient, FetchResult, fetch_bounded
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
@@ -87,7 +85,7 @@ def _parse(path: str, fetch: FetchResult, extract: Callable[[Any], Any]) -> tupl
 
 
 async def _get(
-    client: httpx.AsyncClient, target: ProbeTarget, path: str, limits: ProbeLimits, *, auth: bool = False
+    client: AnyClient, target: ProbeTarget, path: str, limits: ProbeLimits, *, auth: bool = False
 ) -> FetchResult:
     headers = target.auth_headers() if auth else None
     return await fetch_bounded(
@@ -127,7 +125,7 @@ def _result(
 
 
 async def _check_routes(
-    client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits, dialect: EngineDialect
+    client: AnyClient, target: ProbeTarget, limits: ProbeLimits, dialect: EngineDialect
 ) -> ReadinessResult:
     routes = dialect.readiness_routes
     fetched = await asyncio.gather(*(_get(client, target, r.path, limits, auth=r.auth) for r in routes))
@@ -139,9 +137,7 @@ async def _check_routes(
     return _result(dialect, target, checks, read)
 
 
-async def check_readiness(
-    *, client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits
-) -> ReadinessResult:
+async def check_readiness(*, client: AnyClient, target: ProbeTarget, limits: ProbeLimits) -> ReadinessResult:
     """Readiness of one instance by its engine's routes; never raises. An engine without a
     dialect is reported, not asked the vLLM routes."""
     dialect = DIALECTS.get(target.engine)

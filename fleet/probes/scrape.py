@@ -1,8 +1,9 @@
 """Scrape an engine's /metrics into canonical names, and derive rates and quantiles.
 
-`scrape_metrics` reads the exposition (bounded, like every probe request) and parses it
-with prometheus_client's parser in a worker thread (a large body must not stall the
-other probes' timings); a body the parser rejects is `garbage`. `derive` compares two
+`scrape_metrics` reads the exposition (bounded, like every probe request) and reads the
+samples of the families the console uses (fleet.probes.exposition; in a worker thread when
+the page is large, so it cannot stall the other probes' timings); a body that is not
+Prometheus text is `garbage`. `derive` compares two
 scrapes, like PromQL's rate()/increase() and histogram_quantile() over the window between
 them, without extrapolation. Canonical input names are listed in `metric_names`.
 
@@ -48,24 +49,34 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import httpx
-from prometheus_client.parser import text_string_to_metric_families
-
 from fleet.probes import metric_names as names
 from fleet.probes.engines import dialect_for
-from fleet.probes.fetch import fetch_bounded
+from fleet.probes.exposition import (  # noqa: F401 - relevant_lines and the bounds are read from here too
+    MAX_LINES,
+    MEAN_HISTOGRAMS,
+    MIN_PARSE_S,
+    PROCESS_LABELS,
+    SWEPT_HISTOGRAMS,
+    ExpositionTooLarge,
+    ParseDeadline,
+    Samples,
+    read_samples,
+    relevant_lines,
+)
+from fleet.probes.fetch import AnyClient, fetch_bounded
 from fleet.probes.histograms import Buckets, bucket_deltas, histogram_quantile
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
 
-Samples = dict[str, list[tuple[dict[str, str], float]]]
+# A page up to this size is read on the event loop (well under a millisecond: a thread
+# hop would cost about as much); a larger one in a worker thread.
+INLINE_PARSE_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,189 +165,6 @@ class ScrapeResult:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "scrape"}
         data["scrape"] = self.scrape.to_dict() if self.scrape and with_scrape else None
         return data
-
-
-_SUFFIXES = ("_bucket", "_sum", "_count", "_total")
-_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-
-
-# The histograms a sweep reads: the ones the rules and the charts use. Each costs some 20
-# bucket lines of the slow parser per scrape; the others in metric_names are understood
-# but left out of the sweep until something uses them. The prefill time explains a TTFT
-# (its quantiles with the queue time's); the decode and inference times and the
-# per-request TPOT are read as their _sum and _count alone (two lines, a mean per window),
-# MEAN_HISTOGRAMS.
-SWEPT_HISTOGRAMS = frozenset({"ttft", "itl", "e2e", "queue_time", "prompt_length", "prefill_time"})
-MEAN_HISTOGRAMS = frozenset({"decode_time", "inference_time", "request_tpot"})
-
-
-def _wanted_names() -> tuple[frozenset[str], frozenset[str]]:
-    """The sample names the console reads, and the family names their comment lines carry."""
-    samples: set[str] = set()
-    for mapping in names.GAUGES + names.COUNTERS:
-        samples.update(mapping.wire)
-    for mapping in (h for h in names.HISTOGRAMS if h.canonical in SWEPT_HISTOGRAMS):
-        samples.update(f"{w}{suffix}" for w in mapping.wire for suffix in ("_bucket", "_sum", "_count"))
-    for mapping in (h for h in names.HISTOGRAMS if h.canonical in MEAN_HISTOGRAMS):
-        samples.update(f"{w}{suffix}" for w in mapping.wire for suffix in ("_sum", "_count"))
-    samples.update(wire for wire, _, _ in names.REQUEST_COUNTERS)
-    samples.update(wire for wire, _, _ in names.LABELLED_GAUGES + names.LABELLED_COUNTERS)
-    samples.update((names.SLEEP_STATE, names.CACHE_CONFIG, names.LORA_INFO))
-    families = set(samples)
-    for name in samples:
-        families.update(name.removesuffix(suffix) for suffix in _SUFFIXES if name.endswith(suffix))
-    return frozenset(samples), frozenset(families)
-
-
-WANTED_SAMPLES, WANTED_FAMILIES = _wanted_names()
-
-
-# The labels the console reads: a histogram's bucket bound, and the reason a request ended.
-# Every other label (model_name, engine, ...) is summed or maxed away, so it is dropped
-# before the parser sees it: the parser reads labels a character at a time, and a
-# vLLM page repeats the same long model_name on every line.
-READ_LABELS = frozenset({"le", "finished_reason"})
-# The families whose own labels carry what is read, and those labels.
-FAMILY_LABELS: dict[str, frozenset[str]] = {
-    names.WAITING_BY_REASON: READ_LABELS | {"reason"},
-    names.SLEEP_STATE: READ_LABELS | {"sleep_state"},
-    names.CACHE_CONFIG: READ_LABELS | set(names.CACHE_CONFIG_FIELDS),
-    names.LORA_INFO: READ_LABELS | set(names.LORA_LABELS),
-    **{wire: READ_LABELS | {label} for wire, label, _ in names.LABELLED_COUNTERS},
-}
-# A series with a `pid` label is one process's copy of a gauge (prometheus_client's
-# multiprocess "all" mode): it keeps its pid and engine, so that the copies of one engine's
-# value can be told apart from other engines' values and the largest taken. Without a pid
-# both are dropped like any other label.
-PROCESS_LABELS = ("pid", "engine")
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-# One label pair of a block and what follows it (a comma, or the block's closing brace),
-# matched from a position: each part can match only one way, so a scan is linear in the
-# line whatever the bytes (prometheus_client's parse_labels loops forever on some
-# malformed blocks, such as one cut at a brace inside a later quoted value).
-_LABEL_PAIR_RE = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*(,|\})')
-_BLOCK_END_RE = re.compile(r"[ \t]*\}")
-_UNESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
-_UNESCAPE_RE = re.compile(r'\\[\\n"]')
-
-
-def _label_block(line: str, start: int, keep: frozenset[str] = READ_LABELS) -> tuple[str, int]:
-    """The label block opening at line[start] ("{"), cut down to `keep` (and the process
-    labels when it has a pid), and the position after its closing brace; ValueError when
-    it is not a well-formed block."""
-    labels: dict[str, str] = {}
-    position = start + 1
-    closed = _BLOCK_END_RE.match(line, position)
-    while closed is None:
-        pair = _LABEL_PAIR_RE.match(line, position)
-        if pair is None:
-            raise ValueError(f"malformed labels: {line[:80]!r}")
-        name, value, after = pair.groups()
-        if name in keep or name in PROCESS_LABELS:
-            labels[name] = _UNESCAPE_RE.sub(lambda m: _UNESCAPES[m.group()], value)
-        position = pair.end()
-        closed = pair if after == "}" else _BLOCK_END_RE.match(line, position)
-    if "pid" not in labels:
-        for name in PROCESS_LABELS:
-            if name not in keep:
-                labels.pop(name, None)
-    kept = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
-    return ("{" + kept + "}" if kept else ""), closed.end()
-
-
-@lru_cache(maxsize=4096)
-def _short_block(candidate: str, keep: frozenset[str] = READ_LABELS) -> str | None:
-    """The cut-down block when `candidate` (up to the line's first "}") is a whole,
-    well-formed block on its own, else None. Pages of one model repeat their blocks, so
-    the answers are cached."""
-    try:
-        kept, after = _label_block(candidate, 0, keep)
-    except ValueError:
-        return None
-    return kept if after == len(candidate) else None
-
-
-def _labels_at(line: str, start: int, keep: frozenset[str] = READ_LABELS) -> tuple[str, int]:
-    """_label_block, through the cache when the block ends at the line's first "}" (a "}"
-    inside a quoted value makes the block longer: then the line is scanned)."""
-    first = line.find("}", start)
-    if first != -1:
-        kept = _short_block(line[start : first + 1], keep)
-        if kept is not None:
-            return kept, first + 1
-    return _label_block(line, start, keep)
-
-
-class ExpositionTooLarge(ValueError):
-    """More lines than a page of the engines' metrics ever holds."""
-
-
-class ParseDeadline(TimeoutError):
-    """The parse outlived the probe's deadline (checked as it goes: no input can keep a
-    worker thread busy after its probe has ended)."""
-
-
-# Bounds on one page, far above any engine's: vLLM serving one model writes ~1,500 lines,
-# a dozen LoRA adapters or api-server processes a few times that.
-MAX_LINES = 200_000
-MIN_PARSE_S = 0.5
-_CHECK_EVERY = 2048  # lines between deadline checks
-
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.monotonic() > deadline:
-        raise ParseDeadline("the metrics page took longer to parse than the probe's deadline allows")
-
-
-def relevant_lines(text: str, *, deadline: float | None = None) -> str:
-    """The exposition cut down to the families and labels the console reads (and their
-    TYPE lines; HELP texts are not read), before the
-    (slow, pure Python) parser sees it: a vLLM page is mostly http_*, process_* and
-    histograms the console does not chart. A line that is not Prometheus text at all still
-    fails here, so a garbage page stays garbage; kept lines are checked by
-    prometheus_client's parser. `deadline` (time.monotonic()) is checked as lines go by.
-    """
-    kept = []
-    lines = text.splitlines()
-    if len(lines) > MAX_LINES:
-        raise ExpositionTooLarge(f"{len(lines)} lines, more than the {MAX_LINES} a metrics page may have")
-    for number, line in enumerate(lines):
-        if number % _CHECK_EVERY == 0:
-            _check_deadline(deadline)
-        if not line.strip():
-            continue
-        if line.startswith("#"):
-            parts = line.split(" ", 3)
-            if len(parts) >= 3 and parts[1] == "TYPE" and parts[2] in WANTED_FAMILIES:
-                kept.append(line)
-            continue
-        match = _NAME_RE.match(line)
-        end = match.end() if match else 0
-        if match is None or end == len(line) or line[end] not in "{ \t":
-            raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
-        name = match.group()
-        if name not in WANTED_SAMPLES:
-            continue
-        if line[end] == "{":
-            labels, after = _labels_at(line, end, FAMILY_LABELS.get(name, READ_LABELS))
-            line = match.group() + labels + line[after:]
-        kept.append(line)
-    return "\n".join(kept) + "\n"
-
-
-def _samples(text: str, deadline: float | None = None) -> Samples:
-    found: Samples = defaultdict(list)
-    for family in text_string_to_metric_families(relevant_lines(text, deadline=deadline)):
-        _check_deadline(deadline)
-        for sample in family.samples:
-            if math.isfinite(sample.value):  # NaN is no reading; JSON stores neither NaN nor Inf
-                found[sample.name].append((dict(sample.labels), float(sample.value)))
-    return found
 
 
 Series = list[tuple[dict[str, str], float]]
@@ -491,7 +319,7 @@ def _lora(samples: Samples) -> tuple[dict[str, float], dict[str, str]]:
 def parse_exposition(text: str, *, engine: str, timestamp: float, deadline: float | None = None) -> Scrape:
     """A Scrape from Prometheus text; ValueError when the text does not parse (or has more
     than MAX_LINES lines), ParseDeadline when `deadline` (time.monotonic()) passes first."""
-    samples = _samples(text, deadline)
+    samples = read_samples(text, deadline=deadline)
     gauges, counters, histograms, sources = {}, _request_counters(samples), {}, {}
     for mapping in names.GAUGES + names.COUNTERS:
         gauge = mapping in names.GAUGES
@@ -528,9 +356,7 @@ def parse_exposition(text: str, *, engine: str, timestamp: float, deadline: floa
     )
 
 
-async def scrape_metrics(
-    *, client: httpx.AsyncClient, target: ProbeTarget, limits: ProbeLimits
-) -> ScrapeResult:
+async def scrape_metrics(*, client: AnyClient, target: ProbeTarget, limits: ProbeLimits) -> ScrapeResult:
     """GET the dialect's /metrics (bounded) and parse it; never raises. An engine whose
     dialect has no metrics (Ollama) is not asked: the result says it is not supported."""
     dialect = dialect_for(target.engine)
@@ -546,10 +372,12 @@ async def scrape_metrics(
     # The parse gets what is left of the probe's deadline (at least MIN_PARSE_S), and checks
     # it as it goes: a page no parse can finish in time is unreadable, not a stuck thread.
     deadline = time.monotonic() + max(limits.total_deadline_s - fetch.elapsed_s, MIN_PARSE_S)
+    parse = {"engine": target.engine, "timestamp": time.time(), "deadline": deadline}
     try:
-        scrape = await asyncio.to_thread(
-            parse_exposition, text, engine=target.engine, timestamp=time.time(), deadline=deadline
-        )
+        if len(fetch.body) <= INLINE_PARSE_BYTES:
+            scrape = parse_exposition(text, **parse)
+        else:
+            scrape = await asyncio.to_thread(parse_exposition, text, **parse)
     except ExpositionTooLarge as exc:
         return ScrapeResult(outcome=Outcome.TOO_LARGE, error=str(exc), **base)
     except Exception as exc:  # the parser raises ValueError (and worse) on bad text

@@ -411,3 +411,61 @@ def test_a_line_that_is_not_prometheus_text_still_makes_the_page_garbage():
 
     with pytest.raises(ValueError, match="not a Prometheus sample line"):
         relevant_lines("<html><body>502 Bad Gateway</body></html>\n")
+
+
+def test_the_prober_reads_the_same_samples_as_prometheus_clients_parser():
+    """fleet.probes.exposition reads the page itself; prometheus_client's parser (on the
+    relevant lines, as before) reads the same samples from every engine's page."""
+    from fleet.probes.exposition import read_samples, samples_by_prometheus_client
+    from tests.probes.engines import VLLM_METRICS
+
+    for page in [V0_7, V0_11, VLLM_METRICS, *_simulated_pages()]:
+        assert read_samples(page) == _total_renamed_back(samples_by_prometheus_client(page))
+
+
+def _total_renamed_back(samples: dict) -> dict:
+    """prometheus_client names a counter's sample `x_total` where the page says `x` (TGI's
+    counters); the console's names are the page's own (see the next test)."""
+    return {
+        name.removesuffix("_total") if name.startswith("tgi_") else name: v for name, v in samples.items()
+    }
+
+
+def test_tgis_request_counters_are_read_by_the_names_on_its_page():
+    page = (
+        "# TYPE tgi_request_success counter\ntgi_request_success 10\n"
+        "# TYPE tgi_request_failure counter\ntgi_request_failure 2\n"
+    )
+    before = parse_exposition(page, engine="tgi", timestamp=0.0)
+    after = parse_exposition(page.replace(" 10", " 40").replace(" 2\n", " 5\n"), engine="tgi", timestamp=10.0)
+    derived = derive(previous=before, current=after)
+    assert (derived["requests_per_s"], derived["request_errors_per_s"]) == (3.3, 0.3)
+
+
+def _simulated_pages() -> list[str]:
+    """The /metrics page of each of the simulator's engines that has one, as served."""
+    from dataclasses import replace
+
+    import httpx
+
+    from fleet.simulator.fleet_runner import SimulatorThread
+    from fleet.simulator.spec import specs_for
+    from tests.fleet.probing import free_ports
+
+    engines = [s for s in specs_for(10, 1) if s.engine != "ollama"]
+    specs = [replace(s, port=port) for s, port in zip(engines, free_ports(len(engines)), strict=True)]
+    with SimulatorThread(specs) as sim, httpx.Client(trust_env=False) as client:
+        return [client.get(f"http://127.0.0.1:{spec.port}/metrics").text for spec in sim.specs]
+
+
+def test_a_sample_line_that_is_not_text_format_makes_the_page_garbage():
+    from fleet.probes.exposition import read_samples
+
+    for line in [
+        "vllm:num_requests_running 1_0",
+        "vllm:num_requests_running 1 2 3",
+        "vllm:num_requests_running",
+    ]:
+        with pytest.raises(ValueError):
+            read_samples(line + "\n")
+    assert read_samples("vllm:num_requests_running NaN\n   \n") == {}

@@ -1,0 +1,49 @@
+"""The aims `make bench` checks, gathered from every benchmark of the run and printed side
+by side at its end: what was measured, the aim, and whether it was met.
+
+A benchmark calls `note(...)` for each figure that has an aim; `report()` prints them.
+Missing an aim does not fail the run (figures on a busy machine vary); it is printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Aim:
+    name: str
+    measured: float
+    limit: float
+    unit: str = "x"
+    at_most: bool = True
+
+    @property
+    def met(self) -> bool:
+        return self.measured <= self.limit if self.at_most else self.measured >= self.limit
+
+
+_NOTED: list[Aim] = []
+
+
+def note(name: str, measured: float, limit: float, *, unit: str = "x", at_most: bool = True) -> Aim:
+    aim = Aim(name, measured, limit, unit, at_most)
+    _NOTED.append(aim)
+    return aim
+
+
+def noted() -> list[Aim]:
+    return list(_NOTED)
+
+
+def report() -> str:
+    if not _NOTED:
+        return ""
+    width = max(len(a.name) for a in _NOTED)
+    lines = ["", "aims of this run (measured / aim):"]
+    for aim in _NOTED:
+        sign = "<=" if aim.at_most else ">="
+        verdict = "met" if aim.met else "NOT MET"
+        measured = f"{aim.measured:>8.2f}{aim.unit}"
+        lines.append(f"  {aim.name:<{width}}  {measured}  {sign} {aim.limit:g}{aim.unit}  {verdict}")
+    return "\n".join(lines)
