@@ -51,6 +51,9 @@ PORT = env_int("PORT", 8000, minimum=1, maximum=65535)
 # set, the only networks probes may reach. Comma-separated addresses or CIDRs.
 PROBE_DENY_NETWORKS = env_list("PROBE_DENY_NETWORKS", [])
 PROBE_ALLOW_NETWORKS = env_list("PROBE_ALLOW_NETWORKS", [])
+# Instances per probe chunk: a scheduled sweep is sent out in chunks of this many, each a
+# task on the "probes" queue that any prober worker takes (docs/multi-machine-prober.md).
+PROBE_CHUNK_SIZE = env_int("PROBE_CHUNK_SIZE", 250, minimum=1, maximum=5000)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

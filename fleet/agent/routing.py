@@ -17,6 +17,9 @@ AGENT_TASKS = frozenset(
 LONG_TASKS = frozenset({"agent.predeploy_facts", "agent.pull_logs"})
 # Where agents send their reports: the central queue, where fleet.agent_report runs.
 CENTRAL_QUEUE = "console"
+# Where the chunks of the scheduled probe sweeps go: any prober worker, on any machine, takes
+# them (docs/multi-machine-prober.md). Never a host's agent: its queues are its own.
+PROBE_QUEUE = "probes"
 REPORT_TASK = "fleet.agent_report"
 
 

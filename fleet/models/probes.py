@@ -257,7 +257,12 @@ class MetricSample(models.Model):
 
 class ProbeCycle(models.Model):
     """One scheduled sweep over the fleet. At most one open cycle per kind: a cycle that
-    would overlap the previous one is skipped, not stacked."""
+    would overlap the previous one is skipped, not stacked.
+
+    A sweep is sent out in chunks, each probed by whichever prober worker takes it; each
+    chunk adds its counts as it ends, and the last one closes the cycle. A chunk that never
+    ends (its worker died) leaves the cycle open until STALE_AFTER, when the next sweep of
+    its kind closes it as abandoned."""
 
     STALE_AFTER = timedelta(minutes=10)
 
@@ -266,6 +271,11 @@ class ProbeCycle(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     instance_count = models.PositiveIntegerField(default=0)
     failed_count = models.PositiveIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0, help_text="The chunks the sweep was sent out in.")
+    chunks_done = models.PositiveIntegerField(default=0, help_text="The chunks that have ended.")
+    chunks_failed = models.PositiveIntegerField(
+        default=0, help_text="The chunks that ended in an error (their instances were not stored)."
+    )
     skipped = models.BooleanField(default=False)
     note = models.CharField(max_length=200, blank=True)
 

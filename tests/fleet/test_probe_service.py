@@ -33,6 +33,7 @@ def test_a_health_sweep_probes_every_enabled_instance_and_stores_what_it_found(s
     simulator()
     cycle = probe_service.run_cycle(kind="health")
     assert (cycle.kind, cycle.instance_count) == ("health", 1) and cycle.finished_at is not None
+    assert (cycle.chunk_count, cycle.chunks_done) == (1, 1)  # here and now, in one chunk
     run = ProbeRun.objects.get()
     assert (run.instance, run.kind, run.verdict, run.status) == (first, "health", "up", "done")
     assert run.result["phases"]["ttfb_s"] > 0 and run.result["readiness"]["model_found"] is True

@@ -1,5 +1,5 @@
 """The docker-compose file shows the shape of a deployment: a central worker on the console
-queue, and a GPU host's agent that has the broker and its token but neither the database
+queue, probers that share the probe sweeps' chunks, and a GPU host's agent that has the broker and its token but neither the database
 nor the console's secret key."""
 
 from __future__ import annotations
@@ -18,6 +18,12 @@ def services() -> dict:
 def test_the_central_worker_consumes_the_console_queue():
     command = services()["worker"]["command"]
     assert command[command.index("--queues") + 1] == "console"
+
+
+def test_the_probers_consume_the_probe_chunks_and_can_be_scaled():
+    prober = services()["prober"]
+    assert prober["command"][prober["command"].index("--queues") + 1] == "probes"
+    assert "ports" not in prober and "container_name" not in prober  # `--scale prober=N` works
 
 
 def test_the_agent_runs_on_its_hosts_queues_without_the_database_or_the_secret_key():
