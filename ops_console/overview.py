@@ -1,30 +1,37 @@
-"""The fleet overview: a tile per instance, grouped by host, refreshed by polling.
+"""The fleet overview: problems first, healthy hosts collapsed, refreshed by polling what
+changed (docs/fleet-overview.md).
 
 Mounted by ops_console because it joins the apps: the fleet's verdicts, the capacity
-check's findings (diagnostics) and the maintenance windows (incidents). The tiles, the
-per-state counts and the filter are one partial, so they refresh together and agree."""
+check's findings (diagnostics) and the maintenance windows (incidents). The counts, the
+sections and the tiles are one partial (#tiles); its poller asks for what changed since
+the version it carries (ops_console.overview_delta)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from itertools import groupby
 
 from django.conf import settings
-from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.translation import get_language
 
 from core.htmx import wants_partial
 from core.roles import Role, role_required
-from diagnostics.models import CapacityFinding
-from fleet.agent.status import condition_of
-from fleet.host_condition import AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE, HostCondition
 from fleet.models import Instance
 from fleet.probe_service import stale_after
 from fleet.shown_state import STATES, shown_state
 from incidents.maintenance import current_and_upcoming
+from ops_console import overview_delta as delta
+from ops_console.overview_html import Words
+from ops_console.overview_layout import Filter
+from ops_console.overview_layout import overview as lay_out
+from ops_console.overview_pieces import HTML, TEMPLATES, pieces
+from ops_console.overview_query import Scope, open_capacity
 from ops_console.schedules import probe_intervals
+
+POLLER = "overview-poll"  # the poller's id: polls come with this HX-Target
 
 
 def _covered(windows: list) -> tuple[set[int], set[int]]:
@@ -36,7 +43,8 @@ def _covered(windows: list) -> tuple[set[int], set[int]]:
 def with_shown_state(instances: list[Instance], *, now: datetime, windows: list) -> list[Instance]:
     """Set `instance.shown` to the state the console shows (fleet.shown_state): the stored
     verdict, unless the health probe is stale or a maintenance window covers it now. The
-    overview's tiles and the home page read it; `instances` need their host and state."""
+    home page reads it (the overview computes the same in SQL: overview_query); `instances`
+    need their host and state."""
     stale_window = stale_after(probe_intervals())["health"]
     hosts, covered = _covered(windows)
     for instance in instances:
@@ -51,55 +59,59 @@ def with_shown_state(instances: list[Instance], *, now: datetime, windows: list)
     return instances
 
 
-def _tiles(state: str, windows: list) -> tuple[list, dict[str, int]]:
-    findings = CapacityFinding.objects.active().order_by("severity", "-last_seen")
-    instances = with_shown_state(
-        list(
-            Instance.objects.filter(host__drill=False)
-            .select_related("host", "host__agent", "state")
-            .prefetch_related(Prefetch("capacity_findings", queryset=findings, to_attr="open_capacity"))
-            .order_by("host__name", "name")
-        ),
+def _scope(windows: list) -> Scope:
+    hosts, covered = _covered(windows)
+    return Scope(
         now=timezone.now(),
-        windows=windows,
+        stale_after=stale_after(probe_intervals())["health"],
+        hosts_in_maintenance=frozenset(hosts),
+        instances_in_maintenance=frozenset(covered),
     )
-    counts = dict.fromkeys(STATES, 0)
-    for instance in instances:
-        counts[instance.shown] += 1
-    shown = [i for i in instances if not state or i.shown == state]
-    groups = [(host, list(items)) for host, items in groupby(shown, key=lambda i: i.host)]
-    return [(host, items, _condition(host, items)) for host, items in groups], counts
 
 
-def _condition(host, items: list[Instance]) -> HostCondition | None:  # noqa: ANN001
-    """The host's condition when it is news: its agent missing, or the host down."""
-    found = condition_of(
-        host, instances=[(i.verdict, i.state.findings if hasattr(i, "state") else []) for i in items]
-    )
-    return found if found.condition in (AGENT_MISSING, HOST_DOWN, HOST_UNREACHABLE) else None
+def _filter(request: HttpRequest) -> Filter:
+    state = request.GET.get("state", "")
+    return Filter(state=state if state in STATES else "", host=request.GET.get("host", ""),
+                  page=request.GET.get("page", "1"))  # fmt: skip
 
 
-def _capacity(groups: list) -> list:
-    """(instance, finding) for the open critical and warning capacity findings shown."""
-    return [(i, f) for _, items, _ in groups for i in items for f in i.open_capacity if f.severity != "info"]
+def _poll_answer(request: HttpRequest, root: delta.Piece, before: dict | None, context: dict) -> HttpResponse:
+    """The changed pieces and the counts, or the whole partial when the tab's version is not
+    known here; each swapped by its id (hx-swap-oob)."""
+    found = delta.changed(root, before) if before is not None else None
+    if found is None:
+        shown = [root]  # the whole partial, its own poller included
+    else:
+        counts = [p for p in root.children if p.kind == "counts" and p not in found]
+        shown = [*counts, *found]
+    words = Words()
+    parts = [
+        HTML[p.kind](p.item, words, oob=True)
+        if p.kind in HTML
+        else render_to_string(TEMPLATES[p.kind], {**context, "oob": True}, request)
+        for p in shown
+    ]
+    if found is not None:
+        parts.append(render_to_string("fleet/overview/_poll.html", {**context, "oob": True}, request))
+    return HttpResponse("".join(parts))
 
 
 @role_required(Role.VIEWER)
 def overview(request: HttpRequest) -> HttpResponse:
-    state = request.GET.get("state", "")
-    if state not in STATES:
-        state = ""
     windows = current_and_upcoming()
-    groups, counts = _tiles(state, windows)
-    context = {
-        "groups": groups,
-        "capacity": _capacity(groups),
-        "maintenance": windows,
-        "counts": counts,
-        "state": state,
-        "states": STATES,
-        "poll_seconds": settings.OVERVIEW_POLL_S,
-        "tab": "overview",
-    }
+    shown = lay_out(chosen=_filter(request), scope=_scope(windows), windows=windows, capacity=open_capacity())
+    root = pieces(shown, language=get_language())
+    snapshot = delta.snapshot(root)
+    version = delta.version_of(snapshot)
+    context = {"ov": shown, "version": version, "poll_seconds": settings.OVERVIEW_POLL_S, "tab": "overview"}
+    if wants_partial(request, POLLER):
+        since = request.GET.get("since", "")
+        if since == version:
+            delta.keep(version, snapshot)
+            return HttpResponse(status=204)  # nothing changed: htmx swaps nothing
+        before = delta.recall(since)
+        delta.remember(version, snapshot)
+        return _poll_answer(request, root, before, context)
+    delta.remember(version, snapshot)
     template = "fleet/overview/_tiles.html" if wants_partial(request, "tiles") else "fleet/overview/page.html"
     return render(request, template, context)

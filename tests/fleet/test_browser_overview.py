@@ -1,7 +1,10 @@
-"""In a real browser: the overview's tile of an instance whose port starts refusing goes
-amber (failing) at the first failed health run, red (down) once it failed N runs in a row,
-and green again after the fault is cleared; the per-state counts in the same partial agree
-with the tiles at each step. Screenshots of each step go to test-output/."""
+"""In a real browser: a host whose instances are all up is one chip with its count; when one
+instance's port starts refusing, its tile appears amber (failing) at the first failed health
+run beside its host's quiet other, turns red (down) once it failed N runs in a row, and the
+host folds back into a chip after the fault is cleared. Each change arrives as a poll answer
+that swaps only what changed (the #tiles element itself stays), the per-state counts agree
+at each step, and the chip opens the host's tiles. Screenshots of each step go to
+test-output/."""
 
 from __future__ import annotations
 
@@ -14,43 +17,73 @@ from tests.fleet.probing import simulated_instances
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 COLOURS = {"up": "rgb(26, 123, 81)", "failing": "rgb(180, 72, 0)", "down": "rgb(192, 57, 43)"}
+CHIP = 'a.host-chip[data-host="sim-host"]'
 
 
 def _tile(page, name: str):
     return page.locator(f'a.tile[data-instance="{name}"]')
 
 
-def _see(page, name: str, state: str, step: str) -> None:
-    tile = _tile(page, name)
-    page.wait_for_selector(f'a.tile[data-instance="{name}"][data-state="{state}"]', timeout=15_000)
-    colour = tile.evaluate("el => getComputedStyle(el).borderLeftColor")
-    assert colour == COLOURS[state], (state, colour)
-    assert page.locator(f'.state-filter .count[data-state="{state}"]').inner_text() == "1"
+def _count(page, state: str) -> str:
+    return page.locator(f'.state-filter .count[data-state="{state}"]').inner_text()
+
+
+def _shot(page, step: str) -> None:
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(OUTPUT_DIR / f"overview-{step}-{state}.png"), full_page=True)
+    page.screenshot(path=str(OUTPUT_DIR / f"overview-{step}.png"), full_page=True)
 
 
-def test_a_refusing_instance_goes_amber_then_red_and_back_to_green(
+def _see(page, name: str, state: str, step: str) -> None:
+    page.wait_for_selector(f'a.tile[data-instance="{name}"][data-state="{state}"]', timeout=15_000)
+    colour = _tile(page, name).evaluate("el => getComputedStyle(el).borderLeftColor")
+    assert colour == COLOURS[state], (state, colour)
+    assert _count(page, state) == "1" and _count(page, "up") == "1"
+    assert page.locator("a.tile.quiet-others").inner_text().startswith("1 more, up")
+    _shot(page, f"{step}-{state}")
+
+
+def _see_collapsed(page, step: str) -> None:
+    page.wait_for_selector(CHIP, timeout=15_000)
+    assert page.locator("a.tile[data-instance]").count() == 0
+    assert page.locator(f"{CHIP} .count").inner_text() == "2" and _count(page, "up") == "2"
+    _shot(page, f"{step}-collapsed")
+
+
+def test_a_refusing_instance_shows_amber_then_red_and_folds_back_into_its_healthy_host(
     page, live_server, cast, simulator, quick_settings, settings
 ):
     settings.OVERVIEW_POLL_S = 1
-    (instance,) = simulated_instances(1)
+    broken, quiet = simulated_instances(2)
     sim = simulator()
     health_cycle()
+    polls = []
+    page.on("response", lambda r: polls.append(r.status) if "since=" in r.url else None)
     log_in(page, live_server, cast.viewer, "/fleet/")
-    _see(page, instance.name, "up", "1")
+    _see_collapsed(page, "1")
+    page.evaluate("document.getElementById('tiles').dataset.kept = 'yes'")
 
-    sim.inject(instance.name, {"kind": "refuse_connections"})
-    sim.wait_listening(instance.name, listening=False)
+    sim.inject(broken.name, {"kind": "refuse_connections"})
+    sim.wait_listening(broken.name, listening=False)
     health_cycle()
-    _see(page, instance.name, "failing", "2")
-    assert "failing 1× in a row" in _tile(page, instance.name).inner_text()
-    assert "Connection refused" in _tile(page, instance.name).inner_text()
+    _see(page, broken.name, "failing", "2")
+    assert "failing 1× in a row" in _tile(page, broken.name).inner_text()
+    assert "Connection refused" in _tile(page, broken.name).inner_text()
 
     health_cycle()  # quick_settings: down after 2 failed runs
-    _see(page, instance.name, "down", "3")
+    _see(page, broken.name, "down", "3")
+    page.wait_for_timeout(2_500)  # a poll or two with nothing new
+    assert 204 in polls, polls
+    assert (
+        page.evaluate("document.getElementById('tiles').dataset.kept") == "yes"
+    )  # pieces swapped, not #tiles
 
-    sim.clear(instance.name)
-    sim.wait_listening(instance.name)
+    sim.clear(broken.name)
+    sim.wait_listening(broken.name)
     health_cycle()
-    _see(page, instance.name, "up", "4")
+    _see_collapsed(page, "4")
+
+    page.locator(CHIP).click()
+    page.wait_for_selector(f'a.tile[data-instance="{quiet.name}"][data-state="up"]', timeout=15_000)
+    assert page.url.endswith("/fleet/?host=sim-host")
+    assert _tile(page, broken.name).get_attribute("data-state") == "up"
+    _shot(page, "5-host-opened")

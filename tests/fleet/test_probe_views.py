@@ -22,13 +22,14 @@ def with_state(instance, verdict, evidence=""):
     return instance
 
 
-def test_the_overview_shows_a_tile_per_instance_grouped_by_host_with_the_reason(viewer_client):
+def test_the_overview_shows_a_tile_per_problem_grouped_by_host_with_the_reason(viewer_client):
     host = make_host(name="rack-a")
     with_state(make_instance(host, name="fast-one"), "up")
     with_state(make_instance(host, name="slow-one"), "degraded", "TTFB 7.2 s > 5 s, so TTFT")
     content = viewer_client.get(reverse("fleet:overview")).content.decode()
-    assert "rack-a" in content and "fast-one" in content
+    assert "rack-a" in content and 'data-instance="slow-one"' in content
     assert "TTFB 7.2 s &gt; 5 s, so TTFT" in content
+    assert 'data-instance="fast-one"' not in content and "1 more, up" in content  # the quiet one: counted
     assert 'hx-trigger="every 10s"' in content
 
 
@@ -139,19 +140,26 @@ def _add_fleet(prefix: str, hosts: int, per_host: int) -> None:
 
 
 def test_the_overview_makes_the_same_few_queries_for_a_small_and_a_larger_fleet(viewer_client):
-    """Issue 16's guard: queries, not times. The page and the polled tiles cost the same
-    number of queries with 6 instances as with 60 (no query per tile), and at most 15."""
+    """Issue 16's guard: queries, not times. The page, the filter's partial and the poll
+    cost the same number of queries with 6 instances as with 60 (no query per tile or
+    host), and at most 15."""
+    import re
+
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    overview = reverse("fleet:overview")
     counts = []
     for prefix, hosts, per_host in (("small", 2, 3), ("large", 9, 6)):  # 6, then 60 instances
         _add_fleet(prefix, hosts, per_host)
         with CaptureQueriesContext(connection) as page:
-            viewer_client.get(reverse("fleet:overview"))
+            html = viewer_client.get(overview).content.decode()
         with CaptureQueriesContext(connection) as tiles:
-            viewer_client.get(reverse("fleet:overview"), HTTP_HX_TARGET="tiles", **HTMX_HEADERS)
-        counts.append((len(page), len(tiles)))
+            viewer_client.get(overview, {"state": "up"}, HTTP_HX_TARGET="tiles", **HTMX_HEADERS)
+        since = re.search(r'data-version="([^"]+)"', html).group(1)
+        with CaptureQueriesContext(connection) as poll:
+            viewer_client.get(overview, {"since": since}, HTTP_HX_TARGET="overview-poll", **HTMX_HEADERS)
+        counts.append((len(page), len(tiles), len(poll)))
     small, larger = counts
     assert small == larger, counts
     assert max(larger) <= 15, counts
