@@ -3,14 +3,12 @@ calculator, and its chart."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
-import plotly.graph_objects as go
-import plotly.io as pio
 from django.utils.translation import gettext
 
+from core import figures
 from core.i18n import Message, later
 from diagnostics.models import ModelSpec
 from diagnostics.sizing import calculator, catalog, kv_cache, versions
@@ -132,13 +130,13 @@ def concurrency_chart(sizing: calculator.Sizing) -> dict:
     contexts = [c for c in (512 * 2**i for i in range(14)) if c <= top]
     if contexts[-1] != top:
         contexts.append(top)
-    figure = go.Figure()
+    traces = []
     for kv_dtype, dash in CHART_KV_DTYPES:
         for util in CHART_UTILIZATIONS:
             variant = calculator.compute(replace(spec, gpu_memory_utilization=util, kv_cache_dtype=kv_dtype))
             blocks = variant.capacity.num_blocks
-            figure.add_trace(
-                go.Scatter(
+            traces.append(
+                figures.scatter(
                     x=contexts,
                     y=[round(kv_cache.concurrency_at(variant.kv, blocks, c), 2) for c in contexts],
                     mode="lines",
@@ -146,8 +144,8 @@ def concurrency_chart(sizing: calculator.Sizing) -> dict:
                     name=f"{util:g} · KV {kv_dtype}",
                 )
             )
-    figure.add_trace(
-        go.Scatter(
+    traces.append(
+        figures.scatter(
             x=[sizing.average_context, sizing.resolved.max_model_len],
             y=[round(sizing.concurrency_at_average, 2), round(sizing.capacity.max_concurrency, 2)],
             mode="markers",
@@ -155,12 +153,12 @@ def concurrency_chart(sizing: calculator.Sizing) -> dict:
             name=gettext("these flags"),
         )
     )
-    figure.update_layout(
+    return figures.figure(
+        traces,
         height=360,
         margin={"l": 60, "r": 10, "t": 10, "b": 50},
-        xaxis={"type": "log", "title": gettext("tokens per request (context)")},
-        yaxis={"type": "log", "title": gettext("requests at once")},
+        xaxis=figures.axis(gettext("tokens per request (context)"), type="log"),
+        yaxis=figures.axis(gettext("requests at once"), type="log"),
         legend={"orientation": "h", "y": -0.25},
         hovermode="x unified",
     )
-    return json.loads(pio.to_json(figure))

@@ -1,24 +1,25 @@
-"""Plotly figures of the inventory, built here and drawn by plotly.js in the page."""
+"""Plotly figures of the inventory as plain data (core.figures), drawn by plotly.js in the page."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from itertools import pairwise
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
-import plotly.graph_objects as go
-import plotly.io as pio
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core import figures
 from fleet import gpu_catalog
-from fleet.models import Gpu, MetricSample, ProbeSettings
+from fleet.chart_lines import Line, bucket_lines, raw_lines, sampling_interval_s, with_gaps
+from fleet.chart_series import MAX_POINTS, bucket_width_s
+from fleet.models import Gpu, ProbeSettings
 from fleet.probe_service import DEFAULT_INTERVALS_S, HOST_CHECKS_INTERVAL_S
-from fleet.retention import BUCKET_SECONDS
 from fleet.series import BY_NAME
+
+__all__ = ["PANELS", "instance_panels", "phase_breakdown", "sampling_interval_s", "with_gaps"]
 
 
 def gpu_memory_by_host() -> dict:
@@ -28,31 +29,29 @@ def gpu_memory_by_host() -> dict:
     for host_name, model, memory_mib in Gpu.objects.values_list("host__name", "model", "memory_mib"):
         hosts.setdefault(host_name)
         per_model[model][host_name] += memory_mib / 1024
-    figure = go.Figure(
-        [
-            go.Bar(
-                name=gpu_catalog.CATALOGUE[m].name if m in gpu_catalog.CATALOGUE else m,
-                x=list(hosts),
-                y=[round(per_model[m][h], 1) for h in hosts],
-            )
-            for m in sorted(per_model)
-        ]
-    )
-    figure.update_layout(
+    bars = [
+        figures.bar(
+            name=gpu_catalog.CATALOGUE[m].name if m in gpu_catalog.CATALOGUE else m,
+            x=list(hosts),
+            y=[round(per_model[m][h], 1) for h in hosts],
+        )
+        for m in sorted(per_model)
+    ]
+    return figures.figure(
+        bars,
         barmode="stack",
         height=320,
         margin={"l": 50, "r": 10, "t": 10, "b": 40},
-        yaxis_title="GiB",
+        yaxis=figures.axis("GiB"),
         legend={"orientation": "h", "y": -0.2},
     )
-    return json.loads(pio.to_json(figure))
 
 
 def _layout(unit: str, height: int = 220) -> dict:
     return {
         "height": height,
         "margin": {"l": 55, "r": 10, "t": 28, "b": 45},
-        "yaxis": {"title": {"text": unit}},
+        "yaxis": figures.axis(unit),
         "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         "hovermode": "x unified",
     }
@@ -126,44 +125,52 @@ PANELS: tuple[Panel, ...] = (
     ),
 )
 
-GAP_FACTOR = 2.5  # a gap of more than this many sampling intervals is missing samples
+
+# Up to this span every sample is drawn (a few hundred points a series); longer ranges are
+# read as buckets of their lowest and highest values (fleet.chart_series).
+RAW_SPAN_S = MAX_POINTS // 2 * min(DEFAULT_INTERVALS_S.values())
+_NAMES = frozenset(n for panel in PANELS for n, _label in panel.series)
+_SCALES = {n: 100.0 for panel in PANELS if panel.percent for n, _label in panel.series}
 
 
-def with_gaps(
-    points: list[tuple[datetime, float]], *, every_s: float, coarse_before: datetime | None = None
-) -> list[tuple[datetime, float | None]]:
-    """The points with a None (a break in the line) wherever more than GAP_FACTOR sampling
-    intervals pass between two samples. Samples older than coarse_before are the retention's
-    averages, one per BUCKET_SECONDS, and are expected that far apart."""
-    out: list[tuple[datetime, float | None]] = list(points[:1])
-    for (before, _value), (after, value) in pairwise(points):
-        coarse = coarse_before is not None and before < coarse_before
-        expected = max(every_s, BUCKET_SECONDS) if coarse else every_s
-        if (after - before).total_seconds() > GAP_FACTOR * expected:
-            out.append((before + (after - before) / 2, None))
-        out.append((after, value))
-    return out
+def _local_texts(epochs: list[float]) -> list[str]:
+    """Seconds since the epoch as local wall-clock text for a date axis (plotly.js reads
+    dates as wall-clock time and ignores offsets)."""
+    if not epochs:
+        return []
+    zone = timezone.get_current_timezone()
+    offset = datetime.fromtimestamp(epochs[0], zone).utcoffset()
+    if offset != datetime.fromtimestamp(epochs[-1], zone).utcoffset():  # a clock change in the range
+        return [datetime.fromtimestamp(e, zone).isoformat(" ", "seconds")[:19] for e in epochs]
+    shift = offset.total_seconds() if offset else 0.0
+    return [datetime.fromtimestamp(e + shift, UTC).isoformat(" ", "seconds")[:19] for e in epochs]
 
 
-def _trace(panel: Panel, points: list, label: Any) -> go.Scatter:
-    scale = 100.0 if panel.percent else 1.0
-    return go.Scatter(
-        x=[timezone.localtime(ts).isoformat() for ts, _v in points],
-        y=[None if v is None else v * scale for _ts, v in points],
-        name=str(label),
-        mode="lines+markers",
-        marker={"size": 4},
+def _trace(line: Line, label: Any) -> dict:
+    """A line as a scatter trace: every sample with its marker, or evenly spaced buckets."""
+    y = figures.Written(line.y, line.y_texts)
+    if line.x is not None:
+        x = figures.Written(line.x, line.x_texts or [])
+        return figures.scatter(
+            name=label, x=x, y=y, mode="lines+markers", marker={"size": 4}, connectgaps=False
+        )
+    return figures.scatter(
+        name=label,
+        x0=_local_texts([line.x0_s])[0],
+        dx=int(line.dx_s * 1000),  # milliseconds on a date axis
+        y=y,
+        mode="lines",
         connectgaps=False,
     )
 
 
-def _panel_layout(panel: Panel, index: int, window: tuple[datetime, datetime]) -> dict:
+def _panel_layout(panel: Panel, index: int, window: list[str]) -> dict:
     layout = _layout(str(panel.axis))
-    zone = timezone.get_current_timezone_name()
-    layout["xaxis"] = {
-        "title": {"text": str(_("time (%(zone)s)") % {"zone": zone})},
-        "range": [timezone.localtime(t).isoformat() for t in window],  # the chosen range, on every chart
-    }
+    layout["xaxis"] = figures.axis(
+        _("time (%(zone)s)") % {"zone": timezone.get_current_timezone_name()},
+        range=window,  # the chosen range, on every chart
+        type="date",  # raw samples come as milliseconds, which would read as plain numbers
+    )
     layout["uirevision"] = f"panel-{index}"  # zoom and hidden traces survive a refresh
     if panel.full_scale:
         layout["yaxis"]["range"] = [0, 100]
@@ -172,46 +179,65 @@ def _panel_layout(panel: Panel, index: int, window: tuple[datetime, datetime]) -
     return layout
 
 
-def sampling_interval_s(points: list[tuple[datetime, float]], *, default_s: float) -> float:
-    """Seconds between a series' samples: the median spacing of its points, at least the
-    default interval of its probe kind (a schedule slowed in the admin shows in the data)."""
-    spacing = sorted((b - a).total_seconds() for (a, _a), (b, _b) in pairwise(points))
-    return max(default_s, spacing[len(spacing) // 2]) if spacing else default_s
+def _default_every_s(name: str) -> float:
+    return DEFAULT_INTERVALS_S.get(BY_NAME[name].kind, HOST_CHECKS_INTERVAL_S)
 
 
-def _every_s(points: list, name: str, coarse_before: datetime) -> float:
-    raw = [p for p in points if p[0] >= coarse_before]
-    kind = BY_NAME[name].kind
-    return sampling_interval_s(raw, default_s=DEFAULT_INTERVALS_S.get(kind, HOST_CHECKS_INTERVAL_S))
+def _lines(*, instance, since: datetime, now: datetime, raw_hours: int) -> dict[str, Line]:  # noqa: ANN001
+    """Every sample for a short range (a series sampled faster than usual in buckets), buckets
+    of lowest and highest values for a long one."""
+    coarse_before = (now - timedelta(hours=raw_hours)).timestamp()
+    span_s = (now - since).total_seconds()
+    width_s = bucket_width_s(span_s)
+    buckets = partial(
+        bucket_lines,
+        instance=instance,
+        since=since,
+        now=now,
+        width_s=width_s,
+        scales=_SCALES,
+        every_s=_default_every_s,
+        coarse_before=int(coarse_before // width_s),
+    )
+    if span_s > RAW_SPAN_S:
+        return buckets(names=_NAMES)
+
+    def every_s(name: str, points: list) -> float:
+        raw = [p for p in points if p[0] >= coarse_before]
+        return sampling_interval_s(raw, default_s=_default_every_s(name))
+
+    lines = raw_lines(
+        instance=instance,
+        names=_NAMES,
+        since=since,
+        now=now,
+        scales=_SCALES,
+        every_s=every_s,
+        coarse_before=coarse_before,
+    )
+    dense = {name for name, line in lines.items() if len(line.y) > MAX_POINTS}
+    return lines | (buckets(names=dense) if dense else {})
 
 
-def instance_panels(*, instance, since) -> list[dict]:
+def instance_panels(*, instance, since, raw_hours: int | None = None) -> list[dict]:  # noqa: ANN001
     """One small time-series figure per panel of PANELS, empty ones left out; lines break
-    where samples are missing."""
-    coarse_before = timezone.now() - timedelta(hours=ProbeSettings.current().raw_retention_hours)
-    names = {n for panel in PANELS for n, _label in panel.series}
-    stored = MetricSample.objects.points(instances=[instance], names=names, since=since).get(instance.pk, {})
+    where samples are missing. At most MAX_POINTS points a trace, spikes kept. raw_hours:
+    the retention's raw_retention_hours where the caller has read it (ProbeSettings)."""
+    now = timezone.now()
+    if raw_hours is None:
+        raw_hours = ProbeSettings.current().raw_retention_hours
+    lines = _lines(instance=instance, since=since, now=now, raw_hours=raw_hours)
+    window = _local_texts([since.timestamp(), now.timestamp()])
     panels = []
     for index, panel in enumerate(PANELS):
-        traces = [
-            _trace(
-                panel,
-                with_gaps(
-                    stored[n], every_s=_every_s(stored[n], n, coarse_before), coarse_before=coarse_before
-                ),
-                label,
-            )
-            for n, label in panel.series
-            if n in stored
-        ]
+        traces = [_trace(lines[n], label) for n, label in panel.series if n in lines]
         if traces:
-            figure = go.Figure(traces, layout=_panel_layout(panel, index, (since, timezone.now())))
             panels.append(
                 {
                     "id": f"panel-{index}",
                     "figure_id": f"panel-{index}-figure",
                     "title": panel.title,
-                    "figure": json.loads(pio.to_json(figure)),
+                    "figure": figures.figure(traces, **_panel_layout(panel, index, window)),
                 }
             )
     return panels
@@ -237,7 +263,7 @@ def phase_breakdown(phases: dict | None) -> dict | None:
         if cumulative is None:
             continue
         traces.append(
-            go.Bar(
+            figures.bar(
                 y=[bar],
                 x=[max(cumulative - previous, 0.0)],
                 name=label,
@@ -246,6 +272,5 @@ def phase_breakdown(phases: dict | None) -> dict | None:
             )
         )
         previous = max(previous, cumulative)
-    layout = {**_layout("", 160), "barmode": "stack", "xaxis": {"title": {"text": str(_("seconds (s)"))}}}
-    figure = go.Figure(traces, layout=layout)
-    return json.loads(pio.to_json(figure))
+    layout = {**_layout("", 160), "barmode": "stack", "xaxis": figures.axis(_("seconds (s)"))}
+    return figures.figure(traces, **layout)

@@ -15,6 +15,7 @@ from django.utils.html import strip_tags
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core import figures
 from core.htmx import wants_partial
 from core.i18n import shown
 from core.roles import Role, role_required
@@ -71,6 +72,7 @@ def page(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": form, **sized(form), **sizing_hub.page_context(form)}
     if context["sizing"] is not None:
         context["chart"] = sizing_service.concurrency_chart(context["sizing"])
+        context["chart_json"] = figures.to_json(context["chart"])
         context["query"] = form.data.urlencode()
         context["compare_query"] = urlencode({f"a-{k}": v for k, v in form.data.items()})
         context["config_query"] = _config_query(form, context["result"])

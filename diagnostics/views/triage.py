@@ -3,11 +3,8 @@ progress bar that polls until the run is done. An access log leads with its stor
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import plotly.graph_objects as go
-import plotly.io as pio
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING
 
+from core import figures
 from core.htmx import wants_partial
 from core.i18n import shown
 from core.roles import Role, role_required
@@ -73,19 +71,19 @@ def access_chart(story: dict[str, Any] | None) -> dict | None:
     if not story or not story.get("timeline"):
         return None
     windows = list(story["timeline"])
-    figure = go.Figure()
+    bars = []
     for name, colour in CLASS_COLOURS.items():
         counts = [story["timeline"][w].get(name, 0) for w in windows]
         if any(counts):
-            figure.add_trace(go.Bar(x=windows, y=counts, name=name, marker_color=colour))
-    figure.update_layout(
+            bars.append(figures.bar(x=windows, y=counts, name=name, marker={"color": colour}))
+    return figures.figure(
+        bars,
         barmode="stack",
         bargap=0.1,
         height=240,
         margin={"l": 45, "r": 10, "t": 30, "b": 30},
-        yaxis_title=_("requests per window"),
+        yaxis=figures.axis(_("requests per window")),
         legend={"orientation": "h", "y": 1.15, "x": 0, "traceorder": "normal"},
         showlegend=True,
         hovermode="x unified",
     )
-    return json.loads(pio.to_json(figure))

@@ -8,13 +8,16 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
+from core import figures
 from core.roles import Role, role_required
 from fleet import charts, probe_service
 from fleet.agent.status import condition_of
@@ -139,21 +142,29 @@ def instance_state(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @role_required(Role.VIEWER)
 def instance_charts(request: HttpRequest, pk: int) -> HttpResponse:
-    instance = get_object_or_404(Instance.objects.select_related("state"), pk=pk)
+    instance = get_object_or_404(_charted_instances(), pk=pk)
     chosen = request.GET.get("range", "1h")
     chosen = chosen if chosen in RANGES else "1h"
+    since = timezone.now() - RANGES[chosen]
+    panels = charts.instance_panels(instance=instance, since=since, raw_hours=instance.raw_hours)
+    phases = charts.phase_breakdown(instance.phases)
     context = {
         "instance": instance,
+        "charts_url": reverse("fleet:instance-charts", args=[instance.pk]),
         "range": chosen,
         "ranges": list(RANGES),
-        "panels": charts.instance_panels(instance=instance, since=timezone.now() - RANGES[chosen]),
-        "phases": charts.phase_breakdown(_latest_phases(instance)),
+        "panels": [panel | {"json": figures.to_json(panel["figure"])} for panel in panels],
+        "phases": phases and figures.to_json(phases),
         # New samples come at most once a probe interval: no sense in redrawing faster.
         "poll_seconds": max(settings.OVERVIEW_POLL_S, min(probe_service.DEFAULT_INTERVALS_S.values())),
     }
     return render(request, "fleet/instances/_charts.html", context)
 
 
-def _latest_phases(instance: Instance) -> dict | None:
-    state = getattr(instance, "state", None)
-    return state.kind_result("health").get("phases") if state else None
+def _charted_instances() -> QuerySet[Instance]:
+    """Only what the charts read: the latest health probe's phases, not the whole state, and
+    the raw retention (ProbeSettings.current()) in the same query."""
+    return Instance.objects.only("pk", "name").annotate(
+        phases=F("state__kinds__health__result__phases"),
+        raw_hours=Subquery(ProbeSettings.objects.filter(pk=1).values("raw_retention_hours")),
+    )

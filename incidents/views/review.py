@@ -4,12 +4,9 @@ incidents as CSV. The statistics themselves are incidents.stats."""
 from __future__ import annotations
 
 import csv
-import json
 from datetime import datetime, timedelta
 from typing import Any
 
-import plotly.graph_objects as go
-import plotly.io as pio
 from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import render
@@ -17,6 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from core import figures
 from core.roles import Role, role_required
 from fleet.models import GpuHost, Instance
 from incidents import words
@@ -170,7 +168,7 @@ def _with_fraction(shares: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _figure(traces: list, **layout: Any) -> dict:
     base = {"height": 300, "margin": {"l": 50, "r": 10, "t": 10, "b": 40}, "legend": {"orientation": "h"}}
-    return json.loads(pio.to_json(go.Figure(traces, layout=base | layout)))
+    return figures.figure(traces, **(base | layout))
 
 
 def _charts(figures: dict[str, Any]) -> list[dict[str, Any]]:
@@ -200,16 +198,16 @@ def _charts(figures: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _family_pie(families: list[dict]) -> dict:
     labels, counts = [words.family(f["key"]) for f in families], [f["count"] for f in families]
-    return _figure([go.Pie(labels=labels, values=counts, sort=False, hole=0.4)])
+    return _figure([figures.pie(labels=labels, values=counts, sort=False, hole=0.4)])
 
 
 def _response_bars(response: dict) -> dict:
     names = [words.family(item["key"]) for item in response["by_family"]]
     traces = [
-        go.Bar(name=_mean(which), x=names, y=[item[which]["mean"] for item in response["by_family"]])
+        figures.bar(name=_mean(which), x=names, y=[item[which]["mean"] for item in response["by_family"]])
         for which in ("mtta", "mttr")
     ]
-    return _figure(traces, barmode="group", yaxis={"title": gettext("minutes")})
+    return _figure(traces, barmode="group", yaxis=figures.axis(gettext("minutes")))
 
 
 def _mean(which: str) -> str:
@@ -218,13 +216,15 @@ def _mean(which: str) -> str:
 
 
 def _weekly_counts(weeks: list[dict]) -> dict:
-    trace = go.Scatter(x=[w["week"] for w in weeks], y=[w["incidents"] for w in weeks], mode="lines+markers")
-    return _figure([trace], yaxis={"title": gettext("incidents"), "rangemode": "tozero"})
+    trace = figures.scatter(
+        x=[w["week"] for w in weeks], y=[w["incidents"] for w in weeks], mode="lines+markers"
+    )
+    return _figure([trace], yaxis=figures.axis(gettext("incidents"), rangemode="tozero"))
 
 
 def _weekly_response(weeks: list[dict]) -> dict:
     traces = [
-        go.Scatter(
+        figures.scatter(
             name=_mean(which),
             x=[w["week"] for w in weeks],
             y=[w[which]["mean"] for w in weeks],
@@ -232,12 +232,12 @@ def _weekly_response(weeks: list[dict]) -> dict:
         )
         for which in ("mtta", "mttr")
     ]
-    return _figure(traces, yaxis={"title": gettext("minutes"), "rangemode": "tozero"})
+    return _figure(traces, yaxis=figures.axis(gettext("minutes"), rangemode="tozero"))
 
 
 def _instance_bars(top: list[dict]) -> dict:
     top = list(reversed(top))  # plotly draws the first bar at the bottom
-    trace = go.Bar(x=[i["incidents"] for i in top], y=[i["instance"] for i in top], orientation="h")
+    trace = figures.bar(x=[i["incidents"] for i in top], y=[i["instance"] for i in top], orientation="h")
     return _figure(
-        [trace], margin={"l": 140, "r": 10, "t": 10, "b": 40}, xaxis={"title": gettext("incidents")}
+        [trace], margin={"l": 140, "r": 10, "t": 10, "b": 40}, xaxis=figures.axis(gettext("incidents"))
     )

@@ -1,14 +1,18 @@
 """The instance page's charts: fractions drawn as percent, lines broken where samples are
-missing, titles and axis labels with units."""
+missing, titles and axis labels with units; a long range in at most MAX_POINTS points a
+trace, each bucket's lowest and highest value, so a single-sample spike still shows."""
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from fleet import charts
+from core import figures
+from fleet import chart_series, charts
 from fleet.models import MetricSample
+from fleet.retention import downsample_and_prune
 from tests.factories import make_host, make_instance
 
 pytestmark = pytest.mark.django_db
@@ -101,4 +105,149 @@ def test_every_chart_names_its_unit_on_the_y_axis(viewer_client):
         "Tokens per second": "tokens/s",
     }
     page = viewer_client.get(reverse("fleet:instance-charts", args=[instance.pk])).content.decode()
-    assert "temperature (\\u00b0C)" in page  # the figure's JSON, escaped by json_script
+    assert '"title":{"text":"temperature (°C)"}' in page  # the figure's compact JSON
+
+
+# A long range is drawn from buckets of each series' lowest and highest values ------------
+
+
+def probe_week(instance, name: str, *, now, spikes: dict[int, float], base: float = 60.0) -> None:
+    """A week of one series every 30 s, as the probes store it, with single-sample spikes
+    (`seconds ago`: value); then the retention runs, as it does every few minutes."""
+    spike_at = {now - timedelta(seconds=s): v for s, v in spikes.items()}
+    start = now - timedelta(days=7)
+    stamps = [start + timedelta(seconds=30 * n) for n in range(7 * 2880)]
+    for ts in spike_at:
+        stamps[min(range(len(stamps)), key=lambda i, ts=ts: abs(stamps[i] - ts))] = ts
+    MetricSample.objects.bulk_create(
+        [MetricSample(instance=instance, name=name, ts=ts, value=spike_at.get(ts, base)) for ts in stamps],
+        batch_size=5000,
+    )
+    downsample_and_prune(now=now)
+
+
+def charts_at(client, instance, chosen: str) -> list[dict]:
+    response = client.get(reverse("fleet:instance-charts", args=[instance.pk]), {"range": chosen})
+    assert response.status_code == 200
+    return response.context["panels"]
+
+
+def test_a_single_sample_spike_in_a_week_still_shows_in_the_7d_chart(viewer_client):
+    instance = make_instance(make_host())
+    now = timezone.now()
+    probe_week(instance, "gpu_temperature_c", now=now, spikes={3 * 86400: 95.0, 2 * 3600: 99.0})
+    averaged_spike = MetricSample.objects.filter(instance=instance, resolution__gt=0).order_by("-value")[0]
+    assert 60.0 < averaged_spike.value < 95.0  # the retention keeps 5-minute averages of old samples
+
+    (trace,) = panel(charts_at(viewer_client, instance, "7d"), "GPU temperature")["data"]
+    assert 99.0 in trace["y"]  # a raw sample of the last day, in its hour's bucket
+    assert averaged_spike.value in trace["y"]  # the week-old one, as the retention left it
+    assert min(v for v in trace["y"] if v is not None) == 60.0
+
+
+def test_no_trace_carries_more_points_than_a_chart_can_show(viewer_client):
+    instance = make_instance(make_host())
+    now = timezone.now()
+    probe_week(instance, "num_requests_running", now=now, spikes={})
+    store(instance, "num_requests_waiting", [(s, 1.0) for s in range(3600)])  # every second
+    for chosen in ("1h", "6h", "24h", "7d"):
+        for shown in charts_at(viewer_client, instance, chosen):
+            for trace in shown["figure"]["data"]:
+                assert len(trace["y"]) <= chart_series.MAX_POINTS, (chosen, trace["name"])
+                assert len(trace.get("x", trace["y"])) == len(trace["y"])
+
+
+def test_a_week_chart_breaks_its_line_where_the_instance_was_down_for_hours():
+    instance = make_instance(make_host())
+    now = timezone.now()
+    every_30s = [(s, 0.5) for s in range(0, 7 * 86400, 30) if not 2 * 86400 < s < 2 * 86400 + 6 * 3600]
+    store(instance, "kv_cache_usage", every_30s)
+    figure = panel(charts.instance_panels(instance=instance, since=now - timedelta(days=7)), "KV cache usage")
+    (trace,) = figure["data"]
+    values = trace["y"]
+    assert values.count(None) == 2 * 5  # the 5 whole hours of the 6 empty: no lowest, no highest
+    assert set(values) == {50.0, None} and trace["connectgaps"] is False
+    assert trace["dx"] == 3600 * 1000 // 2  # two points an hour bucket, in milliseconds
+
+
+def test_a_slowed_schedule_does_not_break_the_24h_line_into_pieces():
+    instance = make_instance(make_host())
+    store(instance, "gpu_temperature_c", [(s, 70.0) for s in range(0, 86400, 600)])  # every 10 minutes
+    figure = panel(
+        charts.instance_panels(instance=instance, since=timezone.now() - timedelta(hours=24)),
+        "GPU temperature",
+    )
+    (trace,) = figure["data"]
+    assert None not in trace["y"] and set(trace["y"]) == {70.0}
+
+
+def test_a_polled_week_chart_shows_the_newest_sample(viewer_client):
+    instance = make_instance(make_host())
+    store(instance, "probe_total_s", [(s, 0.2) for s in range(60, 7 * 86400, 300)])
+    assert 4.0 not in panel(charts_at(viewer_client, instance, "7d"), "Probe latency")["data"][0]["y"]
+    store(instance, "probe_total_s", [(0, 4.0)])  # the next probe, after the chart was drawn
+    assert 4.0 in panel(charts_at(viewer_client, instance, "7d"), "Probe latency")["data"][0]["y"]
+
+
+def test_the_charts_are_plain_figures_on_the_consoles_template():
+    instance = make_instance(make_host())
+    store(instance, "ttft_p95_s", [(60, 1.0), (30, 2.0)])
+    (shown,) = charts.instance_panels(instance=instance, since=timezone.now() - timedelta(hours=1))
+    layout = shown["figure"]["layout"]
+    assert layout["template"] is figures.TEMPLATE and layout["hovermode"] == "x unified"
+    (trace,) = shown["figure"]["data"]
+    assert trace == trace | {"type": "scatter", "name": "p95", "mode": "lines+markers"}
+    assert json.loads(json.dumps(shown["figure"])) == shown["figure"]  # nothing but JSON
+
+
+# The page: compact JSON, and a poll that reads only what is new -------------------------
+
+
+def embedded_figures(client, instance, chosen: str = "1h") -> dict[str, dict]:
+    """The figures the charts partial embeds, by their script element's id."""
+    response = client.get(reverse("fleet:instance-charts", args=[instance.pk]), {"range": chosen})
+    page = response.content.decode()
+    found = {}
+    for script in page.split('<script id="')[1:]:
+        figure_id, rest = script.split('" type="application/json">', 1)
+        found[figure_id] = json.loads(rest.split("</script>", 1)[0])
+    return found
+
+
+def test_the_page_embeds_each_figure_as_compact_json_to_four_significant_digits(viewer_client):
+    instance = make_instance(make_host())
+    store(instance, "ttft_p95_s", [(60, 0.123456789), (30, 12345.678)])
+    page = viewer_client.get(reverse("fleet:instance-charts", args=[instance.pk])).content.decode()
+    assert ", " not in page.split('application/json">', 1)[1].split("</script>")[0]  # no spaces
+    figure = embedded_figures(viewer_client, instance)["panel-0-figure"]
+    (trace,) = figure["data"]
+    assert trace["y"] == [0.1235, 12350.0]
+    assert figure["layout"]["xaxis"]["type"] == "date"
+    assert all(isinstance(x, int) for x in trace["x"])  # local wall-clock milliseconds
+    assert trace["x"][1] - trace["x"][0] == 30_000
+    assert figure["layout"]["template"] == json.loads(json.dumps(figures.TEMPLATE))
+
+
+def test_a_polled_hour_chart_shows_new_samples_and_breaks_where_some_are_missing(viewer_client):
+    instance = make_instance(make_host())
+    store(instance, "probe_total_s", [(s, 0.2) for s in range(3600 - 30, 900, -30)])  # until 15 min ago
+    store(instance, "probe_total_s", [(s, 0.3) for s in (240, 210, 180)])
+    (first,) = embedded_figures(viewer_client, instance)["panel-12-figure"]["data"]
+    assert first["y"][-4:] == [None, 0.3, 0.3, 0.3] and first["y"].count(None) == 1
+    store(instance, "probe_total_s", [(0, 4.0)])  # the next probe, 2 minutes after the last one
+    (polled,) = embedded_figures(viewer_client, instance)["panel-12-figure"]["data"]
+    assert polled["y"][-3:] == [0.3, None, 4.0]  # a break: three intervals without a sample
+    assert polled["y"][: len(first["y"]) - 1] == first["y"][:-1]
+    assert len(polled["x"]) == len(polled["y"])
+
+
+def test_the_settled_samples_a_chart_keeps_are_dropped_as_the_hour_moves_on(viewer_client):
+    instance = make_instance(make_host())
+    now = timezone.now()
+    store(instance, "gpu_temperature_c", [(s, 60.0 + s / 3600) for s in range(3570, 0, -30)])
+    early = charts.instance_panels(instance=instance, since=now - timedelta(hours=1))
+    later = charts.instance_panels(instance=instance, since=now - timedelta(minutes=30))
+    (early_trace,) = panel(early, "GPU temperature")["data"]
+    (later_trace,) = panel(later, "GPU temperature")["data"]
+    assert len(later_trace["y"]) < len(early_trace["y"])
+    assert max(later_trace["y"]) <= 60.0 + 1800 / 3600
