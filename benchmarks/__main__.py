@@ -1,5 +1,9 @@
-"""`make bench`: one worker's probe cycle over a simulated fleet of 1,000 instances, log
-triage of a generated 1 GB mixed log against grep, and the Alertmanager receiver under load.
+"""`make bench`: the fleet overview at 1,000 and 10,000 instances, the instance charts and
+the sizing chart against the login page, one worker's probe cycle over a simulated fleet of
+1,000 instances against a bare fetch and against real Prometheus scraping the same targets,
+the HTTP clients and parsers the prober could use, the sweep fanned out over 1, 2 and 4
+worker processes, log triage of a generated 1 GB mixed log against grep, and the
+Alertmanager receiver under load. The aims met or missed are printed side by side at the end.
 
 Prints instances per second, the cycle's wall time, peak memory, and the ratio of the
 cycle (health + metrics scrape + parse + store) to a bare concurrent fetch of the same URLs;
@@ -28,13 +32,37 @@ def _setup_django(var_dir: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+BENCHMARKS = ("overview", "charts", "probes", "clients", "fanout", "triage", "alerts")
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--instances", type=int, default=1000)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", choices=BENCHMARKS, action="append", help="run this benchmark (repeatable)")
+    parser.add_argument("--instances", type=int, default=1000, help="simulated instances of the probe cycle")
     parser.add_argument("--base-port", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", choices=("probes", "triage", "alerts"), help="run one benchmark")
+    parser.add_argument("--prometheus-interval", type=float, default=2.0, help="its scrape interval, seconds")
+    parser.add_argument("--overview-sizes", type=_sizes, default=(1000, 10000), help="e.g. 1000,10000")
+    parser.add_argument("--chart-days", type=int, default=7, help="days of samples behind the charts")
+    parser.add_argument("--fanout-instances", type=int, default=4000)
+    parser.add_argument(
+        "--fanout-workers", type=_sizes, default=(1, 2, 4), help="worker processes, e.g. 1,2,4"
+    )
+    parser.add_argument("--fanout-base-port", type=int, default=27000)
+    parser.add_argument(
+        "--fanout-database-url",
+        default=os.environ.get(
+            "BENCH_FANOUT_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_fanout"
+        ),
+        help="the database the fan-out's workers share (PostgreSQL; unreachable: SQLite)",
+    )
     parser.add_argument("--triage-mb", type=int, default=1024, help="size of the generated log")
     parser.add_argument("--alert-payloads", type=int, default=50, help="payloads sent at once")
     parser.add_argument("--alerts-per-payload", type=int, default=20)
@@ -48,13 +76,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--redis-url",
         default=os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/13"),
-        help="the broker for the PostgreSQL run ('' or unreachable: the filesystem broker)",
+        help="the broker of the PostgreSQL runs ('' or unreachable: the filesystem broker)",
     )
     args = parser.parse_args(argv)
+    chosen = set(args.only or BENCHMARKS)
     with tempfile.TemporaryDirectory(prefix="ops-bench-") as var_dir:
         _setup_django(var_dir)
+        from benchmarks import aims
+
         status = 0
-        if args.only in (None, "probes"):
+        if "overview" in chosen:
+            from benchmarks import overview
+
+            status |= overview.run(sizes=args.overview_sizes)
+        if "charts" in chosen:
+            from benchmarks import charts
+
+            status |= charts.run(days=args.chart_days)
+        if "probes" in chosen:
             from benchmarks.probe_cycle import run
 
             status |= run(
@@ -62,12 +101,29 @@ def main(argv: list[str] | None = None) -> int:
                 base_port=args.base_port,
                 concurrency=args.concurrency,
                 repeat=args.repeat,
+                prometheus_interval_s=args.prometheus_interval,
             )
-        if args.only in (None, "triage"):
+        if "clients" in chosen:
+            from benchmarks import http_clients
+
+            status |= http_clients.run(
+                instances=args.instances, base_port=args.base_port, concurrency=args.concurrency, repeat=2
+            )
+        if "fanout" in chosen:
+            from benchmarks import fanout
+
+            status |= fanout.run(
+                instances=args.fanout_instances,
+                base_port=args.fanout_base_port,
+                workers=args.fanout_workers,
+                database_url=args.fanout_database_url,
+                broker_url=args.redis_url,
+            )
+        if "triage" in chosen:
             from benchmarks import triage
 
             status |= triage.run(size_mb=args.triage_mb)
-        if args.only in (None, "alerts"):
+        if "alerts" in chosen:
             from benchmarks import alert_receiver
 
             status |= alert_receiver.run(
@@ -78,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 postgres_url=args.postgres_url,
                 redis_url=args.redis_url,
             )
+        print(aims.report())
         return status
 
 

@@ -1,6 +1,6 @@
 """The docker-compose file shows the shape of a deployment: a central worker on the console
-queue, probers that share the probe sweeps' chunks, and a GPU host's agent that has the broker and its token but neither the database
-nor the console's secret key."""
+queue, probers that share the probe sweeps' chunks, and a GPU host's agent that has the
+broker and its token but neither the database nor the console's secret key."""
 
 from __future__ import annotations
 
