@@ -105,6 +105,7 @@ def run(*, days: int = 7, repeat: int = 15) -> int:
     from django.conf import settings
     from django.urls import reverse
 
+    from benchmarks import aims
     from benchmarks.page_timing import login_page, signed_in_client, time_page
 
     if "testserver" not in settings.ALLOWED_HOSTS:  # the test client's host
@@ -131,6 +132,7 @@ def run(*, days: int = 7, repeat: int = 15) -> int:
         url, headers = page if isinstance(page, tuple) else (page, None)
         timing = time_page(client, url, repeat=repeat, headers=headers)
         _print(label, timing, login)
+        aims.note(f"{label} / login", timing.ratio_to(login), AIM)
         over += timing.ratio_to(login) > AIM
     print(f"  (load average {' '.join(f'{n:.2f}' for n in os.getloadavg())}: other work on the machine)")
     return 1 if over else 0

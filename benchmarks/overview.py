@@ -16,6 +16,7 @@ import random
 import re
 from datetime import timedelta
 
+from benchmarks import aims
 from benchmarks.page_timing import PageTiming, login_page, signed_in_client, time_page
 
 SIZES = (1000, 10000)
@@ -129,6 +130,9 @@ def _line(label: str, timing: PageTiming, login: PageTiming, *, aim: bool) -> bo
     kib = timing.size_bytes / 1024
     figures = f"{timing.queries:>3} q {timing.median_ms:>8.1f} ms {kib:>8.1f} KB {ratio:>6.1f}x"
     print(f"    {label:<34} {figures}  {verdict}")
+    if aim:
+        aims.note(f"overview 1,000: {label} / login", ratio, MAX_RATIO)
+        aims.note(f"overview 1,000: {label}, queries", timing.queries, MAX_QUERIES, unit="")
     return ok or not aim
 
 
