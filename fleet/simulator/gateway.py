@@ -20,10 +20,12 @@ gives them):
 - `added_latency_s` (5 ms unless the spec says otherwise) passes between reading the
   request and connecting upstream: the gateway's own cost, raised to show a slow gateway;
 - an upstream that refuses the connection (or times out connecting) is skipped for the
-  next one; one that fails after the request went out is retried elsewhere only for an
-  idempotent method (nginx 1.9.13 and later: never for POST). When no upstream answers:
-  502 Bad Gateway, or 504 Gateway Time-out when the last attempt timed out, with nginx's
-  HTML error page;
+  next one, and so is one that answers 404 when the spec says `next_upstream_on_404`
+  (nginx's `proxy_next_upstream error timeout http_404 non_idempotent`; the inventory's
+  gateways have it, since the demo's fronts instances of different models); one that
+  fails after the request went out is retried elsewhere only for an idempotent method
+  (nginx 1.9.13 and later: never for POST). When no upstream answers: 502 Bad Gateway,
+  or 504 Gateway Time-out when the last attempt timed out, with nginx's HTML error page;
 - `read_timeout_s` (nginx's proxy_read_timeout, 60 s) bounds each wait for the upstream:
   for the response headers (504) and between two reads of the body, where the response
   has begun, so the client connection is cut short (as nginx does);
@@ -118,6 +120,9 @@ class GatewaySpec:
     added_latency_s: float = DEFAULT_ADDED_LATENCY_S
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    # nginx's `proxy_next_upstream error timeout http_404 non_idempotent`: an upstream that
+    # answers 404 (a model it does not serve) gives way to the next one, POST included.
+    next_upstream_on_404: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "upstreams", tuple(self.upstreams))
@@ -294,7 +299,8 @@ class SimGateway:
             total=None, sock_connect=self.spec.connect_timeout_s, sock_read=self.read_timeout_s
         )
         failed = 502
-        for base in self._turns():
+        turns = self._turns()
+        for base in turns:
             attempt = _Attempt(addr=_addr(base))
             outcome.attempts.append(attempt)
             self.requests[base] += 1
@@ -326,6 +332,9 @@ class SimGateway:
                 break
             attempt.status = str(upstream.status)
             attempt.header_time = time.monotonic() - sent_at
+            if upstream.status == 404 and self.spec.next_upstream_on_404 and base != turns[-1]:
+                upstream.release()
+                continue
             return await self._relay(request, upstream, outcome)
         outcome.status = failed
         response = _error_page(failed)
@@ -479,9 +488,17 @@ def gateway_specs_from_inventory(instance_names: Iterable[str]) -> tuple[list[Ga
             notes.append(f"gateway {row.name} not simulated: none of its instances is simulated")
             continue
         host = "::1" if parts.hostname == "::1" else "127.0.0.1"
+        # In front of instances that serve different models, as the demo's gateway is, a
+        # request finds the one serving its model (next_upstream_on_404), as an nginx set up
+        # with `proxy_next_upstream ... http_404 non_idempotent` would.
         specs.append(
             GatewaySpec(
-                name=row.name, port=parts.port or 80, upstreams=tuple(names), host=host, kind=row.kind
+                name=row.name,
+                port=parts.port or 80,
+                upstreams=tuple(names),
+                host=host,
+                kind=row.kind,
+                next_upstream_on_404=True,
             )
         )
     return specs, notes

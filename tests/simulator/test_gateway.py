@@ -351,7 +351,29 @@ def test_the_demo_inventory_simulates_llm_gateway_on_8080_before_its_three_vllm_
     with SimulatorThread(free, gateways=[replace(gateways[0], port=0)]) as sim:
         url = sim.gateway_url("llm-gateway") + "/v1/models"
         served = {httpx.get(url).json()["data"][0]["id"] for _ in range(3)}
+        # Its upstreams serve three models: a chat request finds the one serving its model
+        # whichever upstream's turn it is (nginx's proxy_next_upstream http_404 non_idempotent).
+        chat = sim.gateway_url("llm-gateway") + "/v1/chat/completions"
+        answers = [
+            httpx.post(chat, json={**ONE_TOKEN, "model": "Qwen/Qwen2.5-7B-Instruct"}) for _ in range(3)
+        ]
     assert served == {"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-32B"}
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert {a.json()["model"] for a in answers} == {"Qwen/Qwen2.5-7B-Instruct"}
+    assert gateways[0].next_upstream_on_404
+
+
+def test_without_next_upstream_on_404_a_request_gets_the_404_of_the_upstream_whose_turn_it_is(simulate):
+    sim = simulate(
+        _vllm("vllm-a"), _vllm("vllm-b"), gateways=[GatewaySpec(name="gw", upstreams=("vllm-a", "vllm-b"))]
+    )
+    wrong = {**ONE_TOKEN, "model": "no-such-model"}
+    with httpx.Client() as client:
+        statuses = [client.post(sim.gateway_url("gw") + "/v1/chat/completions", json=wrong).status_code
+                    for _ in range(2)]  # fmt: skip
+    assert statuses == [404, 404]
+    state = sim.call(lambda: sim.runner.gateway("gw").state())
+    assert list(state["requests_per_upstream"].values()) == [1, 1]  # one attempt each, no retry
 
 
 @pytest.mark.django_db
