@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from benchmarks import services
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TOKEN = "bench-alertmanager-token-0123456789"
@@ -226,17 +228,6 @@ def _status(url: str) -> int | None:
 # --- the databases --------------------------------------------------------------------------
 
 
-def _reachable(url: str, default_port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        socket.create_connection(
-            (parts.hostname or "127.0.0.1", parts.port or default_port), timeout=1
-        ).close()
-        return True
-    except OSError:
-        return False
-
-
 def _create_database(url: str) -> None:
     import psycopg
 
@@ -266,10 +257,10 @@ def run(*, payloads: int, per_payload: int, rounds: int, big: int, postgres_url:
         _migrate(env)
         sqlite_url = f"sqlite:///{var_dir}/console.sqlite3"
         _measure("SQLite, filesystem broker", env, sqlite_url, **load)
-    if not postgres_url or not _reachable(postgres_url, 5432):
+    if not postgres_url or not services.reachable(postgres_url, 5432):
         print(f"  PostgreSQL: {postgres_url or 'no URL'} not reachable, skipped")
         return 0
-    broker = redis_url if redis_url and _reachable(redis_url, 6379) else ""
+    broker = redis_url if redis_url and services.reachable(redis_url, 6379) else ""
     with tempfile.TemporaryDirectory(prefix="ops-bench-alerts-") as var_dir:
         env = {**base, "OPS_VAR_DIR": var_dir, "DATABASE_URL": postgres_url}
         if broker:

@@ -19,30 +19,19 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from benchmarks import services
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 KINDS = ("health", "metrics")  # what beat sends together every 30 s
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/bench_fanout"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/13"
-
-
-def _reachable(url: str, default_port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        socket.create_connection(
-            (parts.hostname or "127.0.0.1", parts.port or default_port), timeout=1
-        ).close()
-        return True
-    except OSError:
-        return False
 
 
 def run(
@@ -59,12 +48,12 @@ def run(
     caller's Django may be set up on another database)."""
     with tempfile.TemporaryDirectory(prefix="ops-fanout-") as var_dir:
         env = os.environ | {"OPS_VAR_DIR": var_dir, "DJANGO_SETTINGS_MODULE": "ops_console.settings"}
-        if database_url and database_url.startswith("postgres") and _reachable(database_url, 5432):
+        if database_url and database_url.startswith("postgres") and services.reachable(database_url, 5432):
             env["DATABASE_URL"] = database_url
         else:
             env["DATABASE_URL"] = f"sqlite:///{var_dir}/fanout.sqlite3"
         env.pop("CELERY_BROKER_URL", None)
-        if broker_url and _reachable(broker_url, 6379):
+        if broker_url and services.reachable(broker_url, 6379):
             env["CELERY_BROKER_URL"] = broker_url
         if chunk_size:
             env["PROBE_CHUNK_SIZE"] = str(chunk_size)
@@ -191,11 +180,7 @@ def measure(*, instances: int, base_port: int, workers: list[int], repeat: int) 
                 + ", ".join(f"{count}: x{walls[first] / wall:.2f}" for count, wall in walls.items())
             )
     finally:
-        simulator.send_signal(signal.SIGINT)
-        try:
-            simulator.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            simulator.kill()
+        services.stop(simulator)
     return 0
 
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import resource
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from io import BytesIO
@@ -32,6 +30,7 @@ from io import BytesIO
 import h11
 import httpx
 
+from benchmarks import services
 from benchmarks.probe_cycle import _start_simulator
 
 
@@ -244,9 +243,5 @@ def run(*, instances: int, base_port: int, concurrency: int, repeat: int) -> int
             cpu = min(_measured(lambda p=parse: [p(t) for t in pages])[1] for _ in range(repeat))
             print(f"  parse  {name:44s} CPU {cpu:5.2f} s  ({cpu / len(pages) * 1e3:.2f} ms per page)")
     finally:
-        simulator.send_signal(signal.SIGINT)
-        try:
-            simulator.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            simulator.kill()
+        services.stop(simulator)
     return 0

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
-import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks import aims
+from benchmarks import aims, services
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -258,9 +257,5 @@ def run(
             aims.note("prober CPU / Prometheus CPU, metrics only", per_scrape / prom, 2)
             aims.note("prober CPU / Prometheus CPU, health + metrics", per_instance / prom, 2)
     finally:
-        simulator.send_signal(signal.SIGINT)
-        try:
-            simulator.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            simulator.kill()
+        services.stop(simulator)
     return 0
