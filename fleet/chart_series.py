@@ -26,7 +26,7 @@ WIDTHS_S = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400
 
 # A sample this old is in the database: a probe stores its samples well within this of its
 # start, the host agent's snapshots too. What is older is settled (fleet.chart_lines keeps
-# it in Django's cache), so a polled chart reads only the recent samples again.
+# it in the process), so a polled chart reads only the recent samples again.
 SETTLED_AFTER_S = 600
 
 Buckets = dict[int, tuple[float, float, int]]  # bucket index: (lowest, highest, samples)
