@@ -70,7 +70,9 @@ def _inventory(*, instances: int, base_port: int) -> list:
         for s in specs_for(instances, base_port)
     ]  # fmt: skip
     Instance.objects.bulk_create(rows)
-    return list(Instance.objects.select_related("host").prefetch_related("gpus", "gateways"))
+    # Its own host's instances only: other benchmarks of the run leave theirs in the database.
+    mine = Instance.objects.filter(host=host).order_by("pk")
+    return list(mine.select_related("host").prefetch_related("gpus", "gateways"))
 
 
 async def _bare_fetch(urls: list[str], concurrency: int) -> None:
