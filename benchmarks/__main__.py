@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 redis_url=args.redis_url,
             )
         print(aims.report())
-        return status
+        return 1 if status or any(not aim.met for aim in aims.noted()) else 0
 
 
 if __name__ == "__main__":

@@ -91,9 +91,9 @@ def _week_old_instance(*, days: int) -> tuple[int, int]:
     return instance.pk, MetricSample.objects.filter(instance_id=instance.pk).count()
 
 
-def _print(label: str, timing, login) -> None:  # noqa: ANN001
+def _print(label: str, timing, login, *, aim: bool = True) -> None:  # noqa: ANN001
     ratio = timing.ratio_to(login)
-    verdict = "ok" if ratio <= AIM else f"over {AIM:g}x"
+    verdict = ("ok" if ratio <= AIM else f"over {AIM:g}x") if aim else "(no aim: the form around the chart)"
     print(
         f"  {label:<24} {timing.queries:>4} queries {timing.median_ms:>9.1f} ms "
         f"{timing.size_bytes / 1024:>9.1f} KiB {ratio:>7.1f}x login  {verdict}"
@@ -131,9 +131,11 @@ def run(*, days: int = 7, repeat: int = 15) -> int:
     for label, page in pages.items():
         url, headers = page if isinstance(page, tuple) else (page, None)
         timing = time_page(client, url, repeat=repeat, headers=headers)
-        _print(label, timing, login)
-        aims.note(f"{label} / login", timing.ratio_to(login), AIM)
-        over += timing.ratio_to(login) > AIM
+        aimed = label != "sizing page"  # the form's page around the chart: printed, no aim
+        _print(label, timing, login, aim=aimed)
+        if aimed:
+            aims.note(f"{label} / login", timing.ratio_to(login), AIM)
+            over += timing.ratio_to(login) > AIM
     print(f"  (load average {' '.join(f'{n:.2f}' for n in os.getloadavg())}: other work on the machine)")
     return 1 if over else 0
 
