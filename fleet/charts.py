@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 from core import figures
@@ -164,10 +165,31 @@ def _trace(line: Line, label: Any) -> dict:
     )
 
 
-def _panel_layout(panel: Panel, index: int, window: list[str]) -> dict:
-    layout = _layout(str(panel.axis))
+@dataclass(frozen=True)
+class _Words:
+    """The panels' words in one language, looked up once per process and language rather
+    than once per trace and request."""
+
+    titles: tuple[str, ...]
+    axes: tuple[str, ...]
+    labels: tuple[tuple[str, ...], ...]  # each panel's series labels, in PANELS' order
+    time: str
+
+
+@lru_cache(maxsize=8)
+def _words(language: str | None) -> _Words:  # noqa: ARG001 - the cache's key
+    return _Words(
+        titles=tuple(str(p.title) for p in PANELS),
+        axes=tuple(str(p.axis) for p in PANELS),
+        labels=tuple(tuple(str(label) for _n, label in p.series) for p in PANELS),
+        time=str(_("time (%(zone)s)")),
+    )
+
+
+def _panel_layout(panel: Panel, index: int, window: list[str], words: _Words) -> dict:
+    layout = _layout(words.axes[index])
     layout["xaxis"] = figures.axis(
-        _("time (%(zone)s)") % {"zone": timezone.get_current_timezone_name()},
+        words.time % {"zone": timezone.get_current_timezone_name()},
         range=window,  # the chosen range, on every chart
         type="date",  # raw samples come as milliseconds, which would read as plain numbers
     )
@@ -228,16 +250,18 @@ def instance_panels(*, instance, since, raw_hours: int | None = None) -> list[di
         raw_hours = ProbeSettings.current().raw_retention_hours
     lines = _lines(instance=instance, since=since, now=now, raw_hours=raw_hours)
     window = _local_texts([since.timestamp(), now.timestamp()])
+    words = _words(get_language())
     panels = []
     for index, panel in enumerate(PANELS):
-        traces = [_trace(lines[n], label) for n, label in panel.series if n in lines]
+        labels = words.labels[index]
+        traces = [_trace(lines[n], labels[i]) for i, (n, _label) in enumerate(panel.series) if n in lines]
         if traces:
             panels.append(
                 {
                     "id": f"panel-{index}",
                     "figure_id": f"panel-{index}-figure",
-                    "title": panel.title,
-                    "figure": figures.figure(traces, **_panel_layout(panel, index, window)),
+                    "title": words.titles[index],
+                    "figure": figures.figure(traces, **_panel_layout(panel, index, window, words)),
                 }
             )
     return panels
