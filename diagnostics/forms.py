@@ -60,6 +60,39 @@ class NameSelect(forms.Select):
         return option
 
 
+class Catalogue(Mapping[str, ModelSpec]):
+    """The model catalogue as the sizing form needs it: every model's key and name for the
+    choices, a model's whole row (its config.json facts) only when it is asked for. The page
+    sizes one model per keystroke; reading every row's JSON cost more than the sizing."""
+
+    def __init__(self, specs: list[ModelSpec] | None = None, *, extra: ModelSpec | None = None) -> None:
+        if specs is not None:  # loaded by the caller already (the fleet check)
+            self._rows = {spec.key: spec for spec in specs}
+            self._names = {key: spec.name for key, spec in self._rows.items()}
+        else:
+            self._rows = {}
+            self._names = dict(ModelSpec.objects.values_list("key", "name"))
+        if extra is not None:  # a model outside the catalogue (the CLI's --config)
+            self._rows[extra.key] = extra
+            self._names[extra.key] = extra.name
+
+    def names(self) -> list[tuple[str, str]]:
+        return list(self._names.items())
+
+    def __getitem__(self, key: str) -> ModelSpec:
+        if key not in self._names:
+            raise KeyError(key)
+        if key not in self._rows:
+            self._rows[key] = ModelSpec.objects.get(key=key)
+        return self._rows[key]
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class GpuField(forms.ChoiceField):
     """A catalogue GPU by key, by its catalogue name or by the name nvidia-smi, NVML or
     rocm-smi prints ("NVIDIA H100 80GB HBM3"): cleaned to the key; "custom" (or blank)
@@ -182,10 +215,8 @@ class SizingForm(forms.Form):
         """`extra`: a model outside the catalogue (the CLI's --config), sized without saving.
         `specs`: the catalogue, when the caller has loaded it already (the fleet check)."""
         super().__init__(*args, **kwargs)
-        self.specs = {spec.key: spec for spec in (specs if specs is not None else ModelSpec.objects.all())}
-        if extra is not None:
-            self.specs[extra.key] = extra
-        self.fields["model"].choices = [(key, spec.name) for key, spec in self.specs.items()]
+        self.specs = Catalogue(specs, extra=extra)
+        self.fields["model"].choices = list(self.specs.names())
 
     def clean(self) -> dict[str, Any]:
         """A GPU is a catalogue card or "custom" with its memory (GiB or MiB, not both);
