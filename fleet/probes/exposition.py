@@ -188,18 +188,24 @@ def relevant_lines(text: str, *, deadline: float | None = None) -> str:
             if len(parts) >= 3 and parts[1] == "TYPE" and parts[2] in WANTED_FAMILIES:
                 kept.append(line)
             continue
-        match = _NAME_RE.match(line)
-        end = match.end() if match else 0
-        if match is None or end == len(line) or line[end] not in "{ \t":
-            raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
-        name = match.group()
+        name, end = _sample_name(line)
         if name not in WANTED_SAMPLES:
             continue
         if line[end] == "{":
             labels, after = _labels_at(line, end, FAMILY_LABELS.get(name, READ_LABELS))
-            line = match.group() + _block_text(labels) + line[after:]
+            line = name + _block_text(labels) + line[after:]
         kept.append(line)
     return "\n".join(kept) + "\n"
+
+
+def _sample_name(line: str) -> tuple[str, int]:
+    """A sample line's metric name and where it ends (at its label block or its value);
+    ValueError when the line does not start as a sample line does."""
+    match = _NAME_RE.match(line)
+    end = match.end() if match else 0
+    if match is None or end == len(line) or line[end] not in "{ \t":
+        raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
+    return match.group(), end
 
 
 def samples_by_prometheus_client(text: str, deadline: float | None = None) -> Samples:
@@ -247,11 +253,7 @@ def _general_line(line: str) -> tuple[str, Labels | None, float]:
     a sample line."""
     if line.isspace():
         return "", None, 0.0
-    match = _NAME_RE.match(line)
-    end = match.end() if match else 0
-    if match is None or end == len(line) or line[end] not in "{ \t":
-        raise ValueError(f"not a Prometheus sample line: {line[:80]!r}")
-    name = match.group()
+    name, end = _sample_name(line)
     if name not in WANTED_SAMPLES:
         return name, None, 0.0
     labels: Labels = ()
