@@ -89,7 +89,7 @@ def test_an_engineer_fills_the_kubernetes_form_from_an_instance_by_keyboard_and_
         page.wait_for_selector("#preview pre.config")
         # Chromium moves focus to an autofocus field at its next rendering step,
         # which may come after the preview is in the page.
-        page.wait_for_function("document.activeElement && document.activeElement.id === 'id_model'", timeout=5000)
+        page.wait_for_function("document.activeElement?.id === 'id_model'", timeout=5000)
         assert page.is_visible("#id_namespace") and page.locator("#id_gpu_devices").count() == 0
         assert not page.is_visible("#id_startup_minutes")  # folded under Advanced
         page.click("details.advanced > summary")
