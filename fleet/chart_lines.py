@@ -4,9 +4,12 @@ chart reads and writes only the last few minutes again.
 
 A line is read one of two ways (fleet.chart_series): a short range as every sample, with a
 break where samples are missing; a long one as buckets of time, each its lowest and highest
-value. The settled part of a range is cached under a key that names its edges, so it is read
-in full again when an edge moves: every SETTLED_AFTER_S for a short range, every bucket
-width for a long one (an hour for a week).
+value. The settled part ends at the settled line, SETTLED_AFTER_S before now rounded down to
+a minute; as the line moves on, the kept part is extended by the minute of samples it passed
+(one small read a minute), so a poll reads only the samples after the line, 10 to 11 minutes
+of them. The kept part is read in full again when an edge of its key moves: every
+SETTLED_AFTER_S for a short range, every bucket width for a long one (an hour for a week),
+and at least every hour.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -28,6 +32,7 @@ from fleet.chart_series import (
     GAP_FACTOR,
     SETTLED_AFTER_S,
     Buckets,
+    combined,
     lows_and_highs,
     merge_factor,
     stored_buckets,
@@ -53,16 +58,25 @@ class _Kept:
             kept_at, value = self.entries.get(key, (0.0, None))
         return value if time.monotonic() - kept_at < self.TTL_S else None
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, *, extended: bool = False) -> None:
+        """Keep `value` under `key`; `extended`: the value extends the one kept, which keeps
+        its age (an extended part is still read in full once TTL_S after its first read)."""
         with self.lock:
-            self.entries.pop(key, None)
-            self.entries[key] = (time.monotonic(), value)
+            kept_at, _old = self.entries.pop(key, (time.monotonic(), None))
+            self.entries[key] = (kept_at if extended else time.monotonic(), value)
             while len(self.entries) > self.MAX_ENTRIES:
                 del self.entries[next(iter(self.entries))]
 
 
 cache = _Kept()
 Points = list[tuple[float, float | None]]  # (seconds since the epoch, value; None: a break)
+LINE_STEP_S = 60  # the settled line moves a minute at a time
+
+
+def settled_line_s(now: datetime) -> int:
+    """Seconds since the epoch before which every sample is in the database: SETTLED_AFTER_S
+    before `now`, rounded down to a whole minute."""
+    return int((now.timestamp() - SETTLED_AFTER_S) // LINE_STEP_S) * LINE_STEP_S
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,14 @@ class _Settled:
 _NOTHING_SETTLED = _Settled(0.0, [], [], [], [], [])
 
 
+@dataclass(frozen=True)
+class _RawKept:
+    """The settled lines of a short range: samples before `upto` (seconds since the epoch)."""
+
+    upto: int
+    lines: dict[str, _Settled]
+
+
 def raw_lines(
     *,
     instance,  # noqa: ANN001
@@ -144,33 +166,47 @@ def raw_lines(
 ) -> dict[str, Line]:
     """Every sample since `since` of each series that has some, with breaks where samples
     are missing; `every_s(name, points)`: how often the series' samples come."""
+    names = list(names)
     start = int(since.timestamp() // SETTLED_AFTER_S) * SETTLED_AFTER_S
-    settled_at = int((now.timestamp() - SETTLED_AFTER_S) // SETTLED_AFTER_S) * SETTLED_AFTER_S
+    line = settled_line_s(now)
     shift = _Shift()
-    zone = shift.zone_name
-    key = _key("raw", instance, names, start, settled_at, zone, int(coarse_before // SETTLED_AFTER_S))
-    settled: dict[str, _Settled] | None = cache.get(key)
-    if settled is None:
+    key = _key("raw", instance, names, start, shift.zone_name, int(coarse_before // SETTLED_AFTER_S))
+    kept: _RawKept | None = cache.get(key)
+    if kept is None or kept.upto > line:
         stored = stored_points(instance=instance, names=names, since=_at(start))
         settled = {}
         for name, points in stored.items():
             every = every_s(name, points)
-            breaks = with_gaps(
-                [p for p in points if p[0] < settled_at], every_s=every, coarse_before=coarse_before
-            )
+            breaks = with_gaps([p for p in points if p[0] < line], every_s=every, coarse_before=coarse_before)
             settled[name] = _settle(every, breaks, scales.get(name, 1.0), shift)
-        cache.set(key, settled)
-        fresh = {n: [p for p in points if p[0] >= settled_at] for n, points in stored.items()}
+        cache.set(key, _RawKept(line, settled))
+        fresh = {n: [p for p in points if p[0] >= line] for n, points in stored.items()}
     else:
-        fresh = stored_points(instance=instance, names=names, since=_at(settled_at))
+        settled = kept.lines
+        if kept.upto < line:  # the line moved on: keep the minutes it passed
+            passed = stored_points(instance=instance, names=names, since=_at(kept.upto), until=_at(line))
+            settled = settled | {
+                name: _extend(
+                    settled.get(name) or _Settled(every_s(name, points), [], [], [], [], []),
+                    points,
+                    scales.get(name, 1.0),
+                    shift,
+                    coarse_before,
+                )
+                for name, points in passed.items()
+            }
+            cache.set(key, _RawKept(line, settled), extended=True)
+        fresh = stored_points(instance=instance, names=names, since=_at(line))
     lines = {}
     for name in set(settled) | set(fresh):
         done = settled.get(name, _NOTHING_SETTLED)
         if not done.epochs:  # nothing settled yet: the interval from its fresh points
             done = _Settled(every_s(name, fresh.get(name, [])), [], [], [], [], [])
-        line = _raw_line(done, fresh.get(name, []), since.timestamp(), scales.get(name, 1.0), shift)
-        if line.y:
-            lines[name] = line
+        line_drawn = _raw_line(
+            done, fresh.get(name, []), since.timestamp(), scales.get(name, 1.0), shift, coarse_before
+        )
+        if line_drawn.y:
+            lines[name] = line_drawn
     return lines
 
 
@@ -181,27 +217,45 @@ def _settle(every_s: float, points: Points, scale: float, shift: _Shift) -> _Set
     return _Settled(every_s, epochs, values, xs, list(map(str, xs)), number_texts(values))
 
 
+def _extend(done: _Settled, points: list, scale: float, shift: _Shift, coarse_before: float) -> _Settled:
+    """`done` followed by later points, with a break before them where samples are missing."""
+    last = done.epochs[-1:]
+    tail = with_gaps(
+        [(last[0], 0.0), *points] if last else points, every_s=done.every_s, coarse_before=coarse_before
+    )[len(last) :]
+    more = _settle(done.every_s, tail, scale, shift)
+    return _Settled(
+        done.every_s,
+        done.epochs + more.epochs,
+        done.values + more.values,
+        done.xs + more.xs,
+        done.x_texts + more.x_texts,
+        done.y_texts + more.y_texts,
+    )
+
+
 def _scaled(values: list[float | None], scale: float) -> list[float | None]:
     return values if scale == 1.0 else [None if v is None else v * scale for v in values]
 
 
-def _raw_line(done: _Settled, fresh: list, since_s: float, scale: float, shift: _Shift) -> Line:
+def _raw_line(
+    done: _Settled, fresh: list, since_s: float, scale: float, shift: _Shift, coarse_before: float
+) -> Line:
     cut = bisect.bisect_left(done.epochs, since_s)
     if cut < len(done.values) and done.values[cut] is None:
         cut += 1  # a break before the first point shown
-    xs, values = done.xs[cut:], done.values[cut:]
-    x_texts, y_texts = done.x_texts[cut:], done.y_texts[cut:]
-    last = done.epochs[-1:] if cut < len(done.epochs) else []
+    shown = _Settled(
+        done.every_s,
+        done.epochs[cut:],
+        done.values[cut:],
+        done.xs[cut:],
+        done.x_texts[cut:],
+        done.y_texts[cut:],
+    )
     fresh = [p for p in fresh if p[0] >= since_s]
     if fresh:  # breaks within the fresh points, and between them and the settled ones
-        tail = with_gaps([(last[0], 0.0), *fresh] if last else fresh, every_s=done.every_s)[len(last) :]
-        tail_xs = shift.ms([e for e, _v in tail])
-        tail_values = _scaled([v for _e, v in tail], scale)
-        xs += tail_xs
-        values += tail_values
-        x_texts += map(str, tail_xs)
-        y_texts += number_texts(tail_values)
-    return Line(y=values, y_texts=y_texts, x=xs, x_texts=x_texts)
+        shown = _extend(shown, fresh, scale, shift, coarse_before)
+    return Line(y=shown.values, y_texts=shown.y_texts, x=shown.xs, x_texts=shown.x_texts)
 
 
 class _Shift:
@@ -216,9 +270,10 @@ class _Shift:
         if not epochs:
             return []
         first, last = self._offset_s(epochs[0]), self._offset_s(epochs[-1])
+        # rounded: SQLite's epoch seconds come through julianday(), a few microseconds off
         if first != last:  # a clock change in the range
-            return [int((e + self._offset_s(e)) * 1000) for e in epochs]
-        return [int((e + first) * 1000) for e in epochs]
+            return [round((e + self._offset_s(e)) * 1000) for e in epochs]
+        return [round((e + first) * 1000) for e in epochs]
 
     def _offset_s(self, epoch: float) -> float:
         offset = datetime.fromtimestamp(epoch, self.zone).utcoffset()
@@ -244,6 +299,16 @@ class _Groups:
     texts: list[str]
 
 
+@dataclass(frozen=True)
+class _BucketsKept:
+    """The settled part of a long range: each line's groups of settled buckets, and the
+    buckets after them (the open ones) counted from the samples before `upto`."""
+
+    upto: int
+    groups: dict[str, _Groups]
+    open: dict[str, Buckets]
+
+
 def bucket_lines(
     *,
     instance,  # noqa: ANN001
@@ -257,27 +322,39 @@ def bucket_lines(
 ) -> dict[str, Line]:
     """Each series that has samples since `since` as buckets of `width_s` seconds, merged so
     that an empty one is a real gap (fleet.chart_series.merge_factor)."""
+    names = list(names)
     first = int(since.timestamp() // width_s)
-    settled = int((now.timestamp() - SETTLED_AFTER_S) // width_s)  # buckets before it are done
+    line = settled_line_s(now)
+    settled = line // width_s  # buckets before it are done
     key = _key("buckets", instance, names, width_s, first, settled, coarse_before)
-    groups: dict[str, _Groups] | None = cache.get(key)
-    if groups is None:
-        stored = stored_buckets(instance=instance, names=names, since=_at(first * width_s), width_s=width_s)
+    kept: _BucketsKept | None = cache.get(key)
+    read = partial(stored_buckets, instance=instance, names=names, width_s=width_s)
+    if kept is None or kept.upto > line:
+        stored = read(since=_at(first * width_s), until=_at(line))
         merges = {n: merge_factor(b, width_s=width_s, every_s=every_s(n), coarse_before=coarse_before)
                   for n, b in stored.items()}  # fmt: skip
         groups = {n: _group(b, merges[n], settled, scales.get(n, 1.0)) for n, b in stored.items()}
-        cache.set(key, groups)
-    else:
-        start = min((g.end * g.merge for g in groups.values()), default=settled)
-        stored = stored_buckets(instance=instance, names=names, since=_at(start * width_s), width_s=width_s)
+        kept = _BucketsKept(line, groups, {n: _open(groups[n], b) for n, b in stored.items()})
+        cache.set(key, kept)
+    elif kept.upto < line:  # the line moved on: count the minutes it passed
+        passed = read(since=_at(kept.upto), until=_at(line))
+        opened = {n: combined(kept.open.get(n, {}), b) for n, b in passed.items()}
+        kept = _BucketsKept(line, kept.groups, kept.open | opened)
+        cache.set(key, kept, extended=True)
+    fresh = read(since=_at(line))
     lines = {}
-    for name in set(groups) | set(stored):
-        done = groups.get(name) or _Groups(1, None, settled, [], [])  # new since the cache was filled
-        fresh = {i: b for i, b in stored.get(name, {}).items() if i // done.merge >= done.end}
-        line = _bucket_line(done, fresh, scales.get(name, 1.0), width_s)
-        if line.y:
-            lines[name] = line
+    for name in set(kept.groups) | set(kept.open) | set(fresh):
+        done = kept.groups.get(name) or _Groups(1, None, settled, [], [])  # new since the cache was filled
+        tail = _open(done, combined(kept.open.get(name, {}), fresh.get(name, {})))
+        drawn = _bucket_line(done, tail, scales.get(name, 1.0), width_s)
+        if drawn.y:
+            lines[name] = drawn
     return lines
+
+
+def _open(done: _Groups, buckets: Buckets) -> Buckets:
+    """The buckets after a line's settled groups."""
+    return {i: b for i, b in buckets.items() if i // done.merge >= done.end}
 
 
 def _group(buckets: Buckets, merge: int, settled: int, scale: float) -> _Groups:

@@ -9,14 +9,17 @@ multiples of a minute counted from the Unix epoch, so the retention's 5-minute a
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
-from fleet.models import MetricSample
+from fleet.models import Instance, InstanceState, MetricSample, ProbeSettings
 from fleet.retention import BUCKET_SECONDS
 
 GAP_FACTOR = 2.5  # a gap of more than this many sampling intervals is missing samples
@@ -53,15 +56,66 @@ _BUCKET = {
 }
 _POINTS_SQL = (
     "SELECT name, {epoch}, value FROM {table} WHERE instance_id = %s AND name IN ({names}) "
-    "AND ts >= %s ORDER BY ts, id"
+    "AND ts >= %s{until} ORDER BY ts, id"
 )
 _BUCKETS_SQL = (
     "SELECT name, {bucket} AS bucket, MIN(value), MAX(value), COUNT(id) FROM {table} "
-    "WHERE instance_id = %s AND name IN ({names}) AND ts >= %s GROUP BY name, bucket"
+    "WHERE instance_id = %s AND name IN ({names}) AND ts >= %s{until} GROUP BY name, bucket"
 )
 
 
-def _rows(sql: str, *, instance, names: list[str], since: datetime, leading: tuple = ()) -> list[tuple]:  # noqa: ANN001
+_PHASES = {
+    "postgresql": "state.kinds #> '{health,result,phases}'",
+    "sqlite": "json_extract(state.kinds, '$.health.result.phases')",
+}
+_INSTANCE_SQL = (
+    "SELECT instance.id, instance.name, {phases}, "
+    "(SELECT raw_retention_hours FROM {settings} WHERE id = 1) "
+    "FROM {instances} instance LEFT JOIN {states} state ON state.instance_id = instance.id "
+    "WHERE instance.id = %s"
+)
+
+
+@dataclass(frozen=True)
+class Charted:
+    """What the charts read of an instance: its name, the latest health probe's phases (not
+    the whole state) and the retention's raw_retention_hours (None: no settings row yet)."""
+
+    pk: int
+    name: str
+    phases: dict[str, Any] | None
+    raw_hours: int | None
+
+
+def charted_instance(pk: int) -> Charted | None:
+    """The instance `pk` as the charts read it, in one query; None when there is none."""
+    quote = connection.ops.quote_name
+    text = _INSTANCE_SQL.format(
+        phases=_PHASES[connection.vendor],
+        settings=quote(ProbeSettings._meta.db_table),
+        instances=quote(Instance._meta.db_table),
+        states=quote(InstanceState._meta.db_table),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(text, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instance_id, name, phases, raw_hours = row
+    if isinstance(phases, str | bytes):
+        phases = json.loads(phases)
+    return Charted(instance_id, name, phases if isinstance(phases, dict) else None, raw_hours)
+
+
+def _rows(
+    sql: str,
+    *,
+    instance,  # noqa: ANN001
+    names: list[str],
+    since: datetime,
+    until: datetime | None = None,
+    leading: tuple = (),
+) -> list[tuple]:
     if not names:
         return []
     text = sql.format(
@@ -69,30 +123,64 @@ def _rows(sql: str, *, instance, names: list[str], since: datetime, leading: tup
         bucket=_BUCKET[connection.vendor],
         table=connection.ops.quote_name(MetricSample._meta.db_table),
         names=", ".join(["%s"] * len(names)),
+        until="" if until is None else " AND ts < %s",
     )
-    since_value = connection.ops.adapt_datetimefield_value(since)
+    edges = [since] if until is None else [since, until]
     instance_id = getattr(instance, "pk", instance)
     with connection.cursor() as cursor:
-        cursor.execute(text, [*leading, instance_id, *names, since_value])
+        cursor.execute(
+            text, [*leading, instance_id, *names, *map(connection.ops.adapt_datetimefield_value, edges)]
+        )
         return cursor.fetchall()
 
 
-def stored_buckets(*, instance, names: Iterable[str], since: datetime, width_s: int) -> dict[str, Buckets]:  # noqa: ANN001
-    """{series name: {bucket index: (lowest, highest, samples)}} of an instance since `since`."""
-    rows = _rows(_BUCKETS_SQL, instance=instance, names=list(names), since=since, leading=(int(width_s),))
+def stored_buckets(
+    *,
+    instance,  # noqa: ANN001
+    names: Iterable[str],
+    since: datetime,
+    width_s: int,
+    until: datetime | None = None,
+) -> dict[str, Buckets]:
+    """{series name: {bucket index: (lowest, highest, samples)}} of an instance's samples
+    from `since`, up to `until` (excluded) where given."""
+    rows = _rows(
+        _BUCKETS_SQL, instance=instance, names=list(names), since=since, until=until, leading=(int(width_s),)
+    )
     found: dict[str, Buckets] = {}
     for name, bucket, lo, hi, n in rows:
         found.setdefault(name, {})[int(bucket)] = (float(lo), float(hi), n)
     return found
 
 
-def stored_points(*, instance, names: Iterable[str], since: datetime) -> dict[str, list[tuple[float, float]]]:  # noqa: ANN001
-    """{series name: [(seconds since the epoch, value), ...]} of an instance since `since`, in
-    time order."""
+def stored_points(
+    *,
+    instance,  # noqa: ANN001
+    names: Iterable[str],
+    since: datetime,
+    until: datetime | None = None,
+) -> dict[str, list[tuple[float, float]]]:
+    """{series name: [(seconds since the epoch, value), ...]} of an instance's samples from
+    `since`, up to `until` (excluded) where given, in time order."""
     found: dict[str, list[tuple[float, float]]] = {}
-    for name, epoch, value in _rows(_POINTS_SQL, instance=instance, names=list(names), since=since):
+    for name, epoch, value in _rows(
+        _POINTS_SQL, instance=instance, names=list(names), since=since, until=until
+    ):
         found.setdefault(name, []).append((float(epoch), value))
     return found
+
+
+def combined(*parts: Buckets) -> Buckets:
+    """Buckets counted in parts (samples before and after a moment) as one."""
+    out: Buckets = {}
+    for part in parts:
+        for index, (lo, hi, n) in part.items():
+            if index in out:
+                olo, ohi, on = out[index]
+                out[index] = (min(olo, lo), max(ohi, hi), on + n)
+            else:
+                out[index] = (lo, hi, n)
+    return out
 
 
 def merge_factor(buckets: Buckets, *, width_s: int, every_s: float, coarse_before: int | None = None) -> int:

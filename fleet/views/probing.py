@@ -8,8 +8,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -19,7 +18,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from core import figures
 from core.roles import Role, role_required
-from fleet import charts, probe_service
+from fleet import chart_series, charts, probe_service
 from fleet.agent.status import condition_of
 from fleet.host_condition import instance_line
 from fleet.models import Instance, ProbeKindChoice, ProbeRun, ProbeSettings
@@ -142,7 +141,9 @@ def instance_state(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @role_required(Role.VIEWER)
 def instance_charts(request: HttpRequest, pk: int) -> HttpResponse:
-    instance = get_object_or_404(_charted_instances(), pk=pk)
+    instance = chart_series.charted_instance(pk)
+    if instance is None:
+        raise Http404
     chosen = request.GET.get("range", "1h")
     chosen = chosen if chosen in RANGES else "1h"
     since = timezone.now() - RANGES[chosen]
@@ -159,12 +160,3 @@ def instance_charts(request: HttpRequest, pk: int) -> HttpResponse:
         "poll_seconds": max(settings.OVERVIEW_POLL_S, min(probe_service.DEFAULT_INTERVALS_S.values())),
     }
     return render(request, "fleet/instances/_charts.html", context)
-
-
-def _charted_instances() -> QuerySet[Instance]:
-    """Only what the charts read: the latest health probe's phases, not the whole state, and
-    the raw retention (ProbeSettings.current()) in the same query."""
-    return Instance.objects.only("pk", "name").annotate(
-        phases=F("state__kinds__health__result__phases"),
-        raw_hours=Subquery(ProbeSettings.objects.filter(pk=1).values("raw_retention_hours")),
-    )

@@ -251,3 +251,53 @@ def test_the_settled_samples_a_chart_keeps_are_dropped_as_the_hour_moves_on(view
     (later_trace,) = panel(later, "GPU temperature")["data"]
     assert len(later_trace["y"]) < len(early_trace["y"])
     assert max(later_trace["y"]) <= 60.0 + 1800 / 3600
+
+
+def test_a_kept_chart_extended_minute_by_minute_draws_what_a_full_read_draws():
+    """As time passes the kept settled part grows by the minutes the settled line passed; at
+    every step the lines equal a read of everything at that moment, breaks included."""
+    from datetime import UTC, datetime
+
+    from fleet import chart_lines
+
+    instance = make_instance(make_host())
+    start = datetime(2026, 1, 5, 12, 0, 30, tzinfo=UTC)  # the 1 h range's key holds for 10 minutes
+    missing = (start - timedelta(minutes=14), start - timedelta(minutes=9))  # crosses the settled line
+
+    def probe(since, until) -> None:
+        stamps = []
+        ts = since
+        while ts < until:
+            if not missing[0] <= ts < missing[1]:
+                stamps.append(ts)
+            ts += timedelta(seconds=30)
+        MetricSample.objects.bulk_create(
+            [MetricSample(instance=instance, name="probe_total_s", ts=t, value=t.minute / 10) for t in stamps]
+        )
+
+    probe(start - timedelta(days=2), start)
+    downsample_and_prune(now=start)
+    chart_lines.cache.entries.clear()
+    ranges = {"1h": timedelta(hours=1), "7d": timedelta(days=7), "24h": timedelta(hours=24)}
+    now = start
+    for _minute in range(8):
+        for chosen, span in ranges.items():
+            kept = charts._lines(instance=instance, since=now - span, now=now, raw_hours=24)
+            saved = dict(chart_lines.cache.entries)
+            chart_lines.cache.entries.clear()
+            full = charts._lines(instance=instance, since=now - span, now=now, raw_hours=24)
+            chart_lines.cache.entries.clear()
+            chart_lines.cache.entries.update(saved)
+            assert kept == full, (chosen, now)
+        hour = charts._lines(instance=instance, since=now - ranges["1h"], now=now, raw_hours=24)
+        assert None in hour["probe_total_s"].y  # the missing minutes are a break
+        (raw,) = [entry for key, (_at, entry) in chart_lines.cache.entries.items() if ":raw:" in key]
+        assert raw.upto == chart_lines.settled_line_s(now)
+        probe(now, now + timedelta(minutes=1))
+        now += timedelta(minutes=1)
+    # one 1 h range's kept part throughout: extended, never read in full again
+
+
+def test_the_charts_of_an_instance_that_is_not_there_are_not_found(viewer_client):
+    response = viewer_client.get(reverse("fleet:instance-charts", args=[987654]))
+    assert response.status_code == 404
