@@ -124,8 +124,7 @@ def free_key(key: str) -> str:
 
 def concurrency_chart(sizing: calculator.Sizing) -> dict:
     """Max concurrency against context length for several gpu_memory_utilization values and
-    both KV dtypes, each from the calculator with only that input changed."""
-    spec = sizing.spec
+    both KV dtypes, each what the calculator finds with only those inputs changed."""
     top = max(sizing.resolved.max_model_len, 1024)
     contexts = [c for c in (512 * 2**i for i in range(14)) if c <= top]
     if contexts[-1] != top:
@@ -133,12 +132,13 @@ def concurrency_chart(sizing: calculator.Sizing) -> dict:
     traces = []
     for kv_dtype, dash in CHART_KV_DTYPES:
         for util in CHART_UTILIZATIONS:
-            variant = calculator.compute(replace(spec, gpu_memory_utilization=util, kv_cache_dtype=kv_dtype))
-            blocks = variant.capacity.num_blocks
+            kv, blocks = calculator.kv_blocks_with(
+                sizing, gpu_memory_utilization=util, kv_cache_dtype=kv_dtype
+            )
             traces.append(
                 figures.scatter(
                     x=contexts,
-                    y=[round(kv_cache.concurrency_at(variant.kv, blocks, c), 2) for c in contexts],
+                    y=[round(kv_cache.concurrency_at(kv, blocks, c), 2) for c in contexts],
                     mode="lines",
                     line={"dash": dash},
                     name=f"{util:g} · KV {kv_dtype}",

@@ -80,6 +80,9 @@ class Sizing:
     error: errors.StartupError | None
     notes: tuple[str, ...]  # figures.Text: English, with its message
     recommendations: dict[str, Any] = field(default_factory=dict)
+    # What the memory vLLM requests holds besides the KV cache (weights, activation, non-torch,
+    # CUDA graphs), subtracted in that order; None when --kv-cache-memory-bytes sets the KV cache.
+    held_bytes: tuple[float, ...] | None = None
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)
@@ -187,18 +190,10 @@ def compute(spec: SizingSpec) -> Sizing:
         )
     )
 
-    kv = kv_cache.layout(
-        arch,
-        behaviour=beh,
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        kv_cache_dtype=spec.kv_cache_dtype,
-        block_size=spec.block_size,
-        max_num_batched_tokens=resolved.max_num_batched_tokens,
-        model_dtype=resolved.dtype,
-    )
+    kv = _layout(spec, resolved, spec.kv_cache_dtype)
     notes.extend(kv.notes)
 
+    held = None
     if spec.kv_cache_memory_bytes:
         available = float(spec.kv_cache_memory_bytes)
         figures.append(
@@ -211,7 +206,12 @@ def compute(spec: SizingSpec) -> Sizing:
             )
         )
     else:
-        available = _available(spec, resolved, requested, weights, sum(kv.kinds.values()), figures, notes)
+        held = _held(spec, resolved, weights, sum(kv.kinds.values()), figures, notes)
+        available = _after(requested, held)
+        terms = " - ".join(g(term) for term in (requested, *held) if term)
+        figures.append(
+            _gib_figure("available_kv", later("Available KV cache memory per GPU"), available, terms)
+        )
 
     figures.extend(_kv_figures(arch, kv, tp))
     capacity = kv_cache.capacity(kv, available, max_model_len=resolved.max_model_len, behaviour=beh)
@@ -234,7 +234,48 @@ def compute(spec: SizingSpec) -> Sizing:
         fits=error is None,
         error=error,
         notes=tuple(notes),
+        held_bytes=held,
     )
+
+
+def kv_blocks_with(
+    sizing: Sizing, *, gpu_memory_utilization: float, kv_cache_dtype: str
+) -> tuple[kv_cache.KvLayout, int]:
+    """(KV layout, blocks) of the sizing's spec with only gpu_memory_utilization and
+    kv_cache_dtype changed: what compute() of that spec finds, from the terms already worked
+    out (neither input changes what the memory holds besides the KV cache)."""
+    spec, resolved = sizing.spec, sizing.resolved
+    kv = sizing.kv if kv_cache_dtype == spec.kv_cache_dtype else _layout(spec, resolved, kv_cache_dtype)
+    if sizing.held_bytes is None:  # --kv-cache-memory-bytes
+        available = sizing.available_kv_bytes
+    else:
+        requested = memory.requested(resolved.total_bytes, gpu_memory_utilization, resolved.behaviour)
+        available = _after(requested, sizing.held_bytes)
+    capacity = kv_cache.capacity(
+        kv, available, max_model_len=resolved.max_model_len, behaviour=resolved.behaviour
+    )
+    return kv, capacity.num_blocks
+
+
+def _layout(spec: SizingSpec, resolved: Resolved, kv_cache_dtype: str) -> kv_cache.KvLayout:
+    return kv_cache.layout(
+        spec.arch,
+        behaviour=resolved.behaviour,
+        tensor_parallel_size=resolved.tensor_parallel_size,
+        pipeline_parallel_size=resolved.pipeline_parallel_size,
+        kv_cache_dtype=kv_cache_dtype,
+        block_size=spec.block_size,
+        max_num_batched_tokens=resolved.max_num_batched_tokens,
+        model_dtype=resolved.dtype,
+    )
+
+
+def _after(requested: float, held: tuple[float, ...]) -> float:
+    """The KV cache's memory: what vLLM requests less what it holds besides, term by term."""
+    available = requested
+    for term in held:
+        available -= term
+    return available
 
 
 def resolve(spec: SizingSpec) -> Resolved:
@@ -361,15 +402,16 @@ def _device_figure(spec: SizingSpec, total: float) -> Figure:
     return _gib_figure("device_total", later("GPU memory CUDA reports"), total, formula)
 
 
-def _available(
+def _held(
     spec: SizingSpec,
     resolved: Resolved,
-    requested: float,
     weights: float,
     layers_on_rank: int,
     figures: list[Figure],
     notes: list[str],
-) -> float:
+) -> tuple[float, float, float, float]:
+    """What the memory vLLM requests holds besides the KV cache: weights, peak activation,
+    non-torch memory and CUDA graphs (0 where this version does not subtract them)."""
     arch, measured = spec.arch, spec.measured
     tp = resolved.tensor_parallel_size
     if measured.activation is not None:
@@ -408,10 +450,7 @@ def _available(
                 )
             )
         )
-    available = requested - weights - activation - non_torch - graphs
-    terms = " - ".join(g(term) for term in (requested, weights, activation, non_torch, graphs) if term)
-    figures.append(_gib_figure("available_kv", later("Available KV cache memory per GPU"), available, terms))
-    return available
+    return weights, activation, non_torch, graphs
 
 
 def _kv_figures(arch: Architecture, kv: kv_cache.KvLayout, tp: int) -> list[Figure]:

@@ -65,3 +65,50 @@ def test_the_results_partial_embeds_the_chart_as_compact_json(engineer_client):
     embedded = json.loads(text)
     assert ", " not in text and len(embedded["data"]) == len(response.context["chart"]["data"])
     assert embedded["layout"]["yaxis"]["title"]["text"] == "requests at once"
+
+
+def _shipped_specs():
+    from diagnostics.sizing import catalog
+    from diagnostics.sizing.calculator import SizingSpec
+    from diagnostics.sizing.memory import Measured
+    from fleet import gpu_catalog
+
+    gib = 1 << 30
+    h100, l4 = gpu_catalog.get("h100-80gb"), gpu_catalog.get("l4")
+    for entry in catalog.shipped():
+        arch = entry.architecture()
+        yield entry.key, SizingSpec(arch=arch, gpu=h100, gpus=8, max_model_len=8192, vllm_version="0.21")
+        yield entry.key, SizingSpec(arch=arch, gpu=l4, gpus=4, vllm_version="0.11", enforce_eager=True)
+        yield (
+            entry.key,
+            SizingSpec(
+                arch=arch, gpu=h100, gpus=8, vllm_version="0.10", measured=Measured(activation=2.5 * gib)
+            ),
+        )
+        yield entry.key, SizingSpec(arch=arch, gpu=h100, gpus=8, kv_cache_memory_bytes=20 * gib)
+
+
+def test_each_line_is_what_the_calculator_finds_with_only_that_share_and_kv_dtype_changed():
+    """The curves come from one sizing's terms, not a calculator run each: for every shipped
+    model and several launches, the same blocks as the whole calculation of that variant."""
+    from dataclasses import replace
+
+    from diagnostics.sizing import calculator
+
+    checked = 0
+    for key, spec in _shipped_specs():
+        try:
+            sizing = calculator.compute(spec)
+        except calculator.SpecError:
+            continue
+        for kv_dtype, _dash in CHART_KV_DTYPES:
+            for util in CHART_UTILIZATIONS:
+                whole = calculator.compute(
+                    replace(spec, gpu_memory_utilization=util, kv_cache_dtype=kv_dtype)
+                )
+                kv, blocks = calculator.kv_blocks_with(
+                    sizing, gpu_memory_utilization=util, kv_cache_dtype=kv_dtype
+                )
+                assert (kv, blocks) == (whole.kv, whole.capacity.num_blocks), (key, spec, util, kv_dtype)
+                checked += 1
+    assert checked > 8 * 100
