@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.translation import gettext, override
+from django.utils.translation import gettext
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,12 @@ class Message:
             return self.msgid % values if values else self.msgid
 
     def english(self) -> str:
-        with override("en"):
-            return self.translated()
+        """The English sentence: the msgid itself, filled in (the console's source language
+        is English and it has no English catalogue), without switching the active language."""
+        values = {
+            key: value.english() if isinstance(value, Message) else value for key, value in self.params.items()
+        }
+        return self.msgid % values if values else self.msgid
 
     def __str__(self) -> str:
         return self.english()
