@@ -86,11 +86,24 @@ class Catalogue(Mapping[str, ModelSpec]):
             self._rows[key] = ModelSpec.objects.get(key=key)
         return self._rows[key]
 
+    def __contains__(self, key: object) -> bool:  # without reading the row
+        return key in self._names
+
     def __iter__(self):  # noqa: ANN204
         return iter(self._names)
 
     def __len__(self) -> int:
         return len(self._names)
+
+
+class CatalogueField(forms.ChoiceField):
+    """A catalogue model by key: checked against the catalogue's keys, its options listed
+    only when the field is drawn (a partial sizing on each keystroke never lists them)."""
+
+    catalogue: Mapping[str, Any] = {}
+
+    def valid_value(self, value: Any) -> bool:
+        return str(value) in self.catalogue
 
 
 class GpuField(forms.ChoiceField):
@@ -130,7 +143,7 @@ def _int(label: Any, *, minimum: int = 1, maximum: int = 10_000_000, required: b
 
 
 class SizingForm(forms.Form):
-    model = forms.ChoiceField(
+    model = CatalogueField(
         label=_("Model"),
         help_text=_("From the sizing catalogue; upload a config.json to add one."),
         widget=NameSelect(names=True),
@@ -216,7 +229,8 @@ class SizingForm(forms.Form):
         `specs`: the catalogue, when the caller has loaded it already (the fleet check)."""
         super().__init__(*args, **kwargs)
         self.specs = Catalogue(specs, extra=extra)
-        self.fields["model"].choices = list(self.specs.names())
+        self.fields["model"].catalogue = self.specs
+        self.fields["model"].choices = self.specs.names  # called when the options are drawn
 
     def clean(self) -> dict[str, Any]:
         """A GPU is a catalogue card or "custom" with its memory (GiB or MiB, not both);
