@@ -48,7 +48,8 @@ class Message:
         """The English sentence: the msgid itself, filled in (the console's source language
         is English and it has no English catalogue), without switching the active language."""
         values = {
-            key: value.english() if isinstance(value, Message) else value for key, value in self.params.items()
+            key: value.english() if isinstance(value, Message) else value
+            for key, value in self.params.items()
         }
         return self.msgid % values if values else self.msgid
 

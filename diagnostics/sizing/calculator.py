@@ -150,12 +150,19 @@ def size(spec: SizingSpec) -> Sizing:
     result = compute(spec)
     if result.error is not None:  # only fixes that start it, each sized again (fixes.py)
         result = replace(
-            result, error=replace(result.error, fix_messages=fixes.fix_messages(result, compute))
+            result, error=replace(result.error, fix_messages=fixes.fix_messages(result, compute_numbers))
         )
     return replace(result, recommendations=recommend.recommendations(result))
 
 
-def compute(spec: SizingSpec) -> Sizing:
+def compute_numbers(spec: SizingSpec) -> Sizing:
+    """A variant's sizing without its figures: the fixes and recommendations read its numbers."""
+    return compute(spec, explain=False)
+
+
+def compute(spec: SizingSpec, *, explain: bool = True) -> Sizing:
+    """The sizing of the flags given. explain=False leaves out the figures and their formulas
+    (the recommendations and the fixes size many variants and read only their numbers)."""
     resolved = resolve(spec)
     arch, beh = spec.arch, resolved.behaviour
     tp, pp = resolved.tensor_parallel_size, resolved.pipeline_parallel_size
@@ -163,32 +170,13 @@ def compute(spec: SizingSpec) -> Sizing:
     notes: list[str] = []
 
     total = resolved.total_bytes
-    figures.append(_device_figure(spec, total))
     requested = memory.requested(total, resolved.gpu_memory_utilization, beh)
-    figures.append(
-        Figure(
-            key="requested",
-            label=later("Memory vLLM requests per GPU"),
-            value=gib(requested),
-            unit="GiB",
-            formula=f"{g(total)} x gpu_memory_utilization {resolved.gpu_memory_utilization:g}"
-            + (" (rounded up)" if beh.rounds_request_up else ""),
-        )
-    )
-
     weights_all, how = memory.weights_total(arch, quantization=resolved.quantization, dtype=resolved.dtype)
     weights = spec.measured.weights if spec.measured.weights is not None else weights_all / (tp * pp)
-    figures.append(
-        Figure(
-            key="weights",
-            label=later("Weights per GPU"),
-            value=gib(weights),
-            unit="GiB",
-            formula="measured (Model loading took)"
-            if spec.measured.weights is not None
-            else f"{g(weights_all)} ({how}) / (TP {tp} x PP {pp})",
-        )
-    )
+    if explain:
+        figures.append(_device_figure(spec, total))
+        figures.append(_requested_figure(total, requested, resolved))
+        figures.append(_weights_figure(spec, weights, weights_all, how, tp, pp))
 
     kv = _layout(spec, resolved, spec.kv_cache_dtype)
     notes.extend(kv.notes)
@@ -196,28 +184,33 @@ def compute(spec: SizingSpec) -> Sizing:
     held = None
     if spec.kv_cache_memory_bytes:
         available = float(spec.kv_cache_memory_bytes)
-        figures.append(
-            Figure(
-                key="available_kv",
-                label=later("KV cache memory per GPU"),
-                value=gib(available),
-                unit="GiB",
-                formula=f"--kv-cache-memory-bytes {spec.kv_cache_memory_bytes:,} (profiling skipped)",
+        if explain:
+            figures.append(
+                Figure(
+                    key="available_kv",
+                    label=later("KV cache memory per GPU"),
+                    value=gib(available),
+                    unit="GiB",
+                    formula=f"--kv-cache-memory-bytes {spec.kv_cache_memory_bytes:,} (profiling skipped)",
+                )
             )
-        )
     else:
         held = _held(spec, resolved, weights, sum(kv.kinds.values()), figures, notes)
         available = _after(requested, held)
-        terms = " - ".join(g(term) for term in (requested, *held) if term)
-        figures.append(
-            _gib_figure("available_kv", later("Available KV cache memory per GPU"), available, terms)
-        )
+        if explain:
+            terms = " - ".join(g(term) for term in (requested, *held) if term)
+            figures.append(
+                _gib_figure("available_kv", later("Available KV cache memory per GPU"), available, terms)
+            )
 
-    figures.extend(_kv_figures(arch, kv, tp))
     capacity = kv_cache.capacity(kv, available, max_model_len=resolved.max_model_len, behaviour=beh)
     context = spec.avg_prompt_tokens + spec.avg_output_tokens
     average = kv_cache.concurrency_at(kv, capacity.num_blocks, context)
-    figures.extend(_capacity_figures(kv, capacity, resolved, available, average, spec))
+    if explain:
+        figures.extend(_kv_figures(arch, kv, tp))
+        figures.extend(_capacity_figures(kv, capacity, resolved, available, average, spec))
+    else:
+        figures.clear()  # what _held wrote
 
     error = errors.first_error(
         spec=spec, resolved=resolved, requested=requested, weights=weights, available=available, kv=kv
@@ -387,6 +380,31 @@ def _scheduler_defaults(spec: SizingSpec, beh: VllmBehaviour, total: float, max_
         if value < 1:
             raise SpecError(_at_least(flag))
     return seqs, batched
+
+
+def _requested_figure(total: float, requested: float, resolved: Resolved) -> Figure:
+    return Figure(
+        key="requested",
+        label=later("Memory vLLM requests per GPU"),
+        value=gib(requested),
+        unit="GiB",
+        formula=f"{g(total)} x gpu_memory_utilization {resolved.gpu_memory_utilization:g}"
+        + (" (rounded up)" if resolved.behaviour.rounds_request_up else ""),
+    )
+
+
+def _weights_figure(
+    spec: SizingSpec, weights: float, weights_all: float, how: str, tp: int, pp: int
+) -> Figure:
+    return Figure(
+        key="weights",
+        label=later("Weights per GPU"),
+        value=gib(weights),
+        unit="GiB",
+        formula="measured (Model loading took)"
+        if spec.measured.weights is not None
+        else f"{g(weights_all)} ({how}) / (TP {tp} x PP {pp})",
+    )
 
 
 def _gib_figure(key: str, label: Message, value: float, formula: str) -> Figure:

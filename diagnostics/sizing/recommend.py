@@ -96,7 +96,7 @@ def _fit_scenario(
 ) -> dict[str, Any]:
     """Size the spec with the scenario's batched tokens (halved until it starts), then set
     max_num_seqs to what the KV cache holds at the scenario's length, and size again."""
-    from diagnostics.sizing.calculator import compute
+    from diagnostics.sizing.calculator import compute_numbers as compute
 
     notes: list[Message] = []
     base = replace(sizing.spec, avg_prompt_tokens=prompt, avg_output_tokens=output, max_num_seqs=None)

@@ -112,3 +112,22 @@ def test_each_line_is_what_the_calculator_finds_with_only_that_share_and_kv_dtyp
                 assert (kv, blocks) == (whole.kv, whole.capacity.num_blocks), (key, spec, util, kv_dtype)
                 checked += 1
     assert checked > 8 * 100
+
+
+def test_a_sizing_without_its_figures_has_the_same_numbers():
+    """The recommendations and fixes size variants without figures: everything else equal."""
+    from dataclasses import replace
+
+    from diagnostics.sizing import calculator
+
+    checked = 0
+    for key, spec in _shipped_specs():
+        try:
+            whole = calculator.compute(spec)
+        except calculator.SpecError:
+            continue
+        numbers = calculator.compute(spec, explain=False)
+        assert numbers.figures == () and whole.figures
+        assert replace(numbers, figures=whole.figures) == whole, key
+        checked += 1
+    assert checked > 100
