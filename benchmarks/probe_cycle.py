@@ -247,7 +247,10 @@ def run(
             f"{min(c.probe_cpu_s for c in scrapes) / scraped * 1e3:.2f} ms)"
         )
         peak = cycles[-1].rss_mib
-        print(f"  peak RSS of the prober: {peak:.0f} MiB ({peak - rss_before:+.0f} MiB over the cycles)")
+        print(
+            f"  peak RSS of the prober's process: {peak:.0f} MiB ({peak - rss_before:+.0f} MiB over the "
+            f"cycles; {rss_before:.0f} MiB before them, benchmarks run earlier in the process included)"
+        )
         print(f"  instances down: {best.down} of {best.probed}")
         figures = _prometheus(rows, prometheus_interval_s, prometheus_intervals)
         if figures is not None and figures.scrapes:
