@@ -67,8 +67,11 @@ def test_the_results_partial_embeds_the_chart_as_compact_json(engineer_client):
     assert embedded["layout"]["yaxis"]["title"]["text"] == "requests at once"
 
 
-def _shipped_specs():
-    from diagnostics.sizing import catalog
+def _shipped_sizings():
+    """(model key, spec, its sizing) for every shipped model at four launches: the newest
+    version on 8 H100s, 0.11 eager on 4 L4s, 0.10 with a measured activation, and a KV cache
+    set by --kv-cache-memory-bytes; launches no vLLM could make are left out."""
+    from diagnostics.sizing import calculator, catalog
     from diagnostics.sizing.calculator import SizingSpec
     from diagnostics.sizing.memory import Measured
     from fleet import gpu_catalog
@@ -77,15 +80,18 @@ def _shipped_specs():
     h100, l4 = gpu_catalog.get("h100-80gb"), gpu_catalog.get("l4")
     for entry in catalog.shipped():
         arch = entry.architecture()
-        yield entry.key, SizingSpec(arch=arch, gpu=h100, gpus=8, max_model_len=8192, vllm_version="0.21")
-        yield entry.key, SizingSpec(arch=arch, gpu=l4, gpus=4, vllm_version="0.11", enforce_eager=True)
-        yield (
-            entry.key,
+        for spec in (
+            SizingSpec(arch=arch, gpu=h100, gpus=8, max_model_len=8192, vllm_version="0.21"),
+            SizingSpec(arch=arch, gpu=l4, gpus=4, vllm_version="0.11", enforce_eager=True),
             SizingSpec(
                 arch=arch, gpu=h100, gpus=8, vllm_version="0.10", measured=Measured(activation=2.5 * gib)
             ),
-        )
-        yield entry.key, SizingSpec(arch=arch, gpu=h100, gpus=8, kv_cache_memory_bytes=20 * gib)
+            SizingSpec(arch=arch, gpu=h100, gpus=8, kv_cache_memory_bytes=20 * gib),
+        ):
+            try:
+                yield entry.key, spec, calculator.compute(spec)
+            except calculator.SpecError:
+                continue
 
 
 def test_each_line_is_what_the_calculator_finds_with_only_that_share_and_kv_dtype_changed():
@@ -96,11 +102,7 @@ def test_each_line_is_what_the_calculator_finds_with_only_that_share_and_kv_dtyp
     from diagnostics.sizing import calculator
 
     checked = 0
-    for key, spec in _shipped_specs():
-        try:
-            sizing = calculator.compute(spec)
-        except calculator.SpecError:
-            continue
+    for key, spec, sizing in _shipped_sizings():
         for kv_dtype, _dash in CHART_KV_DTYPES:
             for util in CHART_UTILIZATIONS:
                 whole = calculator.compute(
@@ -121,11 +123,7 @@ def test_a_sizing_without_its_figures_has_the_same_numbers():
     from diagnostics.sizing import calculator
 
     checked = 0
-    for key, spec in _shipped_specs():
-        try:
-            whole = calculator.compute(spec)
-        except calculator.SpecError:
-            continue
+    for key, spec, whole in _shipped_sizings():
         numbers = calculator.compute(spec, explain=False)
         assert numbers.figures == () and whole.figures
         assert replace(numbers, figures=whole.figures) == whole, key
