@@ -43,3 +43,9 @@ def current_and_upcoming(now: datetime | None = None) -> list[Occurrence]:
         if occurrence and occurrence[0] <= now + AHEAD:
             found.append(Occurrence(window, *occurrence, active=occurrence[0] <= now < occurrence[1]))
     return sorted(found, key=lambda o: o.starts_at)
+
+
+def covered(occurrences: list[Occurrence]) -> tuple[set[int], set[int]]:
+    """Host ids and instance ids that an active maintenance window covers now."""
+    active = [o.window for o in occurrences if o.active]
+    return {w.host_id for w in active if w.host_id}, {w.instance_id for w in active if w.instance_id}

@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from diagnostics.models import CapacityFinding
 from fleet.models import ChangeAction, ChangeLogEntry, Gateway, Gpu, GpuHost, Instance
-from fleet.shown_state import state_label
-from incidents.maintenance import Occurrence, current_and_upcoming
+from fleet.probe_service import stale_after
+from fleet.shown_state import shown_state, state_label
+from incidents.maintenance import Occurrence, covered, current_and_upcoming
 from incidents.models import Incident, Severity, Source
-from ops_console.overview import with_shown_state
+from ops_console.schedules import probe_intervals
 
 # The shown states that need someone, worst first; up, unknown (never probed) and
 # maintenance (expected, alerts silenced) do not.
@@ -123,6 +124,27 @@ def _problem(instance: Instance, state: str) -> InstanceProblem:
         since=stored.since if state != "stale" else None,
         last_probe_at=stored.last_probe_at,
     )
+
+
+def with_shown_state(
+    instances: list[Instance], *, now: datetime, windows: list[Occurrence]
+) -> list[Instance]:
+    """Set `instance.shown` to the state the console shows (fleet.shown_state): the stored
+    verdict, unless the health probe is stale or a maintenance window covers it now.
+    `instances` need their host and state. The overview counts the same in SQL
+    (ops_console.overview_query), checked against this case by case."""
+    stale_window = stale_after(probe_intervals())["health"]
+    hosts, in_window = covered(windows)
+    for instance in instances:
+        probed = instance.state.last_probe_at if instance.verdict != "unknown" else None
+        instance.shown = shown_state(
+            verdict=instance.verdict,
+            last_probe_at=probed,
+            now=now,
+            stale_after=stale_window,
+            in_maintenance=instance.host_id in hosts or instance.pk in in_window,
+        )
+    return instances
 
 
 def instances_not_up(*, now: datetime, windows: list[Occurrence]) -> FleetInstances:

@@ -8,8 +8,6 @@ the version it carries (ops_console.overview_delta)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -19,10 +17,9 @@ from django.utils.translation import get_language
 
 from core.htmx import wants_partial
 from core.roles import Role, role_required
-from fleet.models import Instance
 from fleet.probe_service import stale_after
-from fleet.shown_state import STATES, shown_state
-from incidents.maintenance import current_and_upcoming
+from fleet.shown_state import STATES
+from incidents.maintenance import covered, current_and_upcoming
 from ops_console import overview_delta as delta
 from ops_console.overview_html import Words
 from ops_console.overview_layout import Filter
@@ -34,38 +31,13 @@ from ops_console.schedules import probe_intervals
 POLLER = "overview-poll"  # the poller's id: polls come with this HX-Target
 
 
-def _covered(windows: list) -> tuple[set[int], set[int]]:
-    """Host ids and instance ids that an active maintenance window covers now."""
-    active = [o.window for o in windows if o.active]
-    return {w.host_id for w in active if w.host_id}, {w.instance_id for w in active if w.instance_id}
-
-
-def with_shown_state(instances: list[Instance], *, now: datetime, windows: list) -> list[Instance]:
-    """Set `instance.shown` to the state the console shows (fleet.shown_state): the stored
-    verdict, unless the health probe is stale or a maintenance window covers it now. The
-    home page reads it (the overview computes the same in SQL: overview_query); `instances`
-    need their host and state."""
-    stale_window = stale_after(probe_intervals())["health"]
-    hosts, covered = _covered(windows)
-    for instance in instances:
-        probed = instance.state.last_probe_at if instance.verdict != "unknown" else None
-        instance.shown = shown_state(
-            verdict=instance.verdict,
-            last_probe_at=probed,
-            now=now,
-            stale_after=stale_window,
-            in_maintenance=instance.host_id in hosts or instance.pk in covered,
-        )
-    return instances
-
-
 def _scope(windows: list) -> Scope:
-    hosts, covered = _covered(windows)
+    hosts, instances = covered(windows)
     return Scope(
         now=timezone.now(),
         stale_after=stale_after(probe_intervals())["health"],
         hosts_in_maintenance=frozenset(hosts),
-        instances_in_maintenance=frozenset(covered),
+        instances_in_maintenance=frozenset(instances),
     )
 
 

@@ -152,8 +152,7 @@ class Overview:
 
 def _silent(host: HostRow, now: datetime) -> bool:
     """The host's agent is enrolled and has not reported within MISSING_AFTER."""
-    beat = host.last_heartbeat_at
-    return host.enrolled and (beat is None or now - beat > HostAgent.MISSING_AFTER)
+    return host.enrolled and host.is_missing(now=now)
 
 
 def _badge(host: HostRow, noisy: Sequence[TileRow], now: datetime) -> Badge | None:

@@ -154,7 +154,6 @@ class TileRow:
     verdict = Instance.verdict
     state_message = Instance.state_message
     state_text = Instance.state_text
-    get_absolute_url = Instance.get_absolute_url
 
     def get_engine_display(self) -> str:
         return str(Engine(self.engine).label) if self.engine in Engine.values else self.engine
@@ -181,7 +180,7 @@ class Scope:
         )
         sql = _instances_sql().replace("{maintenance}", maintenance)
         cutoff = connection.ops.adapt_datetimefield_value(self.now - self.stale_after)
-        return sql, [*hosts, *instances, cutoff] if covered else [cutoff]
+        return sql, [*hosts, *instances, cutoff]
 
 
 @cache
@@ -228,6 +227,9 @@ class HostRow:
     last_heartbeat_at: datetime | None
     by_state: dict[str, int] = field(default_factory=dict)
     quiet: int = 0
+
+    MISSING_AFTER = HostAgent.MISSING_AFTER
+    is_missing = HostAgent.is_missing  # reads last_heartbeat_at and MISSING_AFTER only
 
     @property
     def total(self) -> int:

@@ -3,7 +3,6 @@ its instances' latest verdicts and findings."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from django.utils import timezone
@@ -22,13 +21,11 @@ def agent_of(host: GpuHost) -> HostAgent | None:
         return None
 
 
-def condition_of(host: GpuHost, *, instances: Iterable[tuple[str, Sequence]] | None = None) -> HostCondition:
-    """The host's condition; `instances` are its instances' (verdict, findings) when the caller
-    has them loaded already (the overview), else they are read here."""
+def condition_of(host: GpuHost) -> HostCondition:
+    """The host's condition, from its agent's heartbeat and its enabled instances' states."""
     agent = agent_of(host)
-    if instances is None:
-        states = InstanceState.objects.filter(instance__host=host, instance__enabled=True)
-        instances = [(s.verdict, s.findings) for s in states.only("verdict", "findings")]
+    states = InstanceState.objects.filter(instance__host=host, instance__enabled=True)
+    instances = [(s.verdict, s.findings) for s in states.only("verdict", "findings")]
     return host_condition(
         enrolled=agent is not None,
         last_heartbeat_at=agent.last_heartbeat_at if agent else None,

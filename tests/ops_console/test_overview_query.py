@@ -1,8 +1,10 @@
 """The overview counts in SQL what the console shows (fleet.shown_state) for every instance:
-the SQL expression agrees with the Python rule the home page uses, case by case. The SQL is
-written once for SQLite and PostgreSQL alike, so these run on the embedded default too."""
+the SQL expression agrees with the Python rule the home page uses
+(ops_console.home.with_shown_state), case by case. The SQL is written once for SQLite and
+PostgreSQL alike, so these run on the embedded default too."""
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -10,7 +12,7 @@ from django.utils import timezone
 from diagnostics.models import CapacityFinding
 from fleet.models import HostAgent, Instance, InstanceState
 from fleet.probe_service import stale_after
-from fleet.shown_state import shown_state
+from ops_console.home import with_shown_state
 from ops_console.overview_query import Scope, host_rows, noisy_tiles, open_capacity, shown_states, tile_page
 from ops_console.schedules import probe_intervals
 from tests.factories import make_host, make_instance
@@ -44,16 +46,13 @@ def test_the_sql_shown_state_is_the_python_one_for_every_kind_of_instance():
     scope = Scope(now=now, stale_after=window, hosts_in_maintenance=frozenset({covered_host.pk}),
                   instances_in_maintenance=frozenset({covered_instance.pk}))  # fmt: skip
     in_sql = shown_states(scope)
-    for instance in Instance.objects.select_related("state"):
-        state = getattr(instance, "state", None)
-        expected = shown_state(
-            verdict=instance.verdict,
-            last_probe_at=state.last_probe_at if state and instance.verdict != "unknown" else None,
-            now=now,
-            stale_after=window,
-            in_maintenance=instance.host_id == covered_host.pk or instance.pk == covered_instance.pk,
-        )
-        assert in_sql[instance.pk] == expected, (instance.name, expected, in_sql[instance.pk])
+    windows = [  # what incidents.maintenance.current_and_upcoming gives: one covers a host, one an instance
+        SimpleNamespace(active=True, window=SimpleNamespace(host_id=covered_host.pk, instance_id=None)),
+        SimpleNamespace(active=True, window=SimpleNamespace(host_id=None, instance_id=covered_instance.pk)),
+    ]
+    instances = list(Instance.objects.select_related("host", "state"))
+    for instance in with_shown_state(instances, now=now, windows=windows):
+        assert in_sql[instance.pk] == instance.shown, (instance.name, instance.shown, in_sql[instance.pk])
 
 
 def test_each_host_is_counted_per_shown_state_with_its_up_and_quiet_instances_apart():
