@@ -242,8 +242,7 @@ def _value(line: str, after: int) -> float:
 # optional timestamp, matched in one step. A line it does not match is read by the
 # general steps (an escaped label value, blanks inside the block) or is not Prometheus text.
 _PLAIN_LINE_RE = re.compile(
-    r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="[^"\\\n]*"(?:,(?=[a-zA-Z_])|,?(?=\})))*\})?'
-    r"[ \t]+([^ \t_]+)(?:[ \t]+-?[0-9]+)?[ \t]*"
+    f"({_NAME_RE.pattern})({_PLAIN_BLOCK_RE.pattern})?" + r"[ \t]+([^ \t_]+)(?:[ \t]+-?[0-9]+)?[ \t]*"
 )
 
 

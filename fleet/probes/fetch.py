@@ -3,7 +3,7 @@
 Every probe request goes through `fetch_bounded`, so none can hang past its deadline or
 read an unbounded body, and every failure comes back as an `Outcome`. The probes' clients
 (`make_instance_client`, `make_probe_client`) are fleet.probes.http_client's ProbeClient;
-an httpx.AsyncClient is still taken (the same bounds, through httpx).
+the streaming probe reads through the httpx client a ProbeClient lends it.
 """
 
 from __future__ import annotations
@@ -47,9 +47,6 @@ def _tls_context() -> ssl.SSLContext:
     return _TLS_CONTEXT
 
 
-AnyClient = ProbeClient | httpx.AsyncClient
-
-
 def make_streaming_client(*, limits: ProbeLimits) -> httpx.AsyncClient:
     """The httpx client of the streaming probe (it reads a body as it arrives). Proxies
     from the environment are ignored: probes go straight to the inventory's addresses,
@@ -86,15 +83,12 @@ def make_probe_client(*, limits: ProbeLimits, concurrency: int = 100) -> ProbeCl
 
 @dataclass
 class TraceLog:
-    """httpcore trace events by short name ("connect_tcp.complete"), in seconds from the
-    start of the request; the first occurrence of each name is kept."""
+    """The client's trace events by the short names httpcore's trace uses
+    ("connect_tcp.complete"), in seconds from the start of the request; the first occurrence
+    of each name is kept."""
 
     started: float
     events: dict[str, float] = field(default_factory=dict)
-
-    async def __call__(self, name: str, info: dict[str, Any]) -> None:
-        short = name.split(".", 1)[1] if name.count(".") >= 2 else name
-        self.events.setdefault(short, perf_counter() - self.started)
 
     def mark(self, short: str) -> None:
         """The ProbeClient's trace: it names the steps by their short names."""
@@ -150,10 +144,6 @@ async def iter_bounded(response: httpx.Response, max_bytes: int) -> AsyncIterato
         yield chunk
 
 
-async def read_bounded(response: httpx.Response, max_bytes: int) -> bytes:
-    return b"".join([chunk async for chunk in iter_bounded(response, max_bytes)])
-
-
 async def read_prefix(response: httpx.Response, limit: int = ERROR_BODY_BYTES) -> bytes:
     """At most the first `limit` bytes; the rest is left unread (for error bodies, where
     the message matters and a huge page is no reason to call the answer too large)."""
@@ -169,7 +159,7 @@ async def read_prefix(response: httpx.Response, limit: int = ERROR_BODY_BYTES) -
 @dataclass
 class _Seen:
     status: int | None = None
-    headers: httpx.Headers | dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     http_version: str = ""
 
 
@@ -190,7 +180,7 @@ def _failure_outcome(exc: BaseException, trace: TraceLog) -> Outcome:
 
 async def fetch_bounded(
     *,
-    client: AnyClient,
+    client: ProbeClient,
     url: str,
     limits: ProbeLimits,
     method: str = "GET",
@@ -202,43 +192,24 @@ async def fetch_bounded(
 ) -> FetchResult:
     """Send one request and read at most max_bytes of its body, within the deadline.
     Status >= 400 is `bad_status` (the body is kept, for its error message). With `fresh`
-    the request opens its own connection (a ProbeClient otherwise reuses one kept for
-    the origin)."""
-    if isinstance(client, ProbeClient):
-        return await _fetch_with_probe_client(
-            client, url, limits, method=method, json=json, headers=headers,
-            max_bytes=max_bytes or limits.max_body_bytes, fresh=fresh,
-            deadline=deadline_s if deadline_s is not None else limits.total_deadline_s,
-        )  # fmt: skip
-    started = perf_counter()
+    the request opens its own connection (the client otherwise reuses one it keeps for the
+    origin)."""
     deadline = deadline_s if deadline_s is not None else limits.total_deadline_s
+    started = perf_counter()
     trace = TraceLog(started=started)
     seen = _Seen()
-    body = b""
     try:
         async with asyncio.timeout(deadline):
-            async with client.stream(
-                method,
-                url,
-                json=json,
-                headers=headers,
-                timeout=httpx_timeout(limits),
-                extensions={"trace": trace},
-            ) as response:
-                seen.status, seen.headers, seen.http_version = (
-                    response.status_code,
-                    response.headers,
-                    response.http_version,
-                )
-                if response.status_code >= 400:
-                    body = await read_prefix(response)
-                else:
-                    body = await read_bounded(response, max_bytes or limits.max_body_bytes)
+            answer = await client.request(
+                method, url, json=json, headers=headers, max_bytes=max_bytes or limits.max_body_bytes,
+                prefix_bytes=ERROR_BODY_BYTES, trace=trace.mark, fresh=fresh,
+            )  # fmt: skip
     except Exception as exc:  # every failure is a classified result
         error = deadline_message(exc, deadline) or describe_exception(exc)
         return _result(url, method, seen, trace, started, outcome=_failure_outcome(exc, trace), error=error)
-    outcome = Outcome.BAD_STATUS if seen.status is not None and seen.status >= 400 else Outcome.OK
-    return _result(url, method, seen, trace, started, outcome=outcome, body=body)
+    seen.status, seen.headers, seen.http_version = answer.status, answer.headers, answer.http_version
+    outcome = Outcome.BAD_STATUS if answer.status >= 400 else Outcome.OK
+    return _result(url, method, seen, trace, started, outcome=outcome, body=answer.body)
 
 
 def _result(
@@ -266,32 +237,3 @@ def _result(
         http_version=seen.http_version,
         trace=trace,
     )
-
-
-async def _fetch_with_probe_client(
-    client: ProbeClient,
-    url: str,
-    limits: ProbeLimits,
-    *,
-    method: str,
-    json: Any,
-    headers: dict[str, str] | None,
-    max_bytes: int,
-    fresh: bool,
-    deadline: float,
-) -> FetchResult:
-    started = perf_counter()
-    trace = TraceLog(started=started)
-    seen = _Seen()
-    try:
-        async with asyncio.timeout(deadline):
-            answer = await client.request(
-                method, url, json=json, headers=headers, max_bytes=max_bytes,
-                prefix_bytes=ERROR_BODY_BYTES, trace=trace.mark, fresh=fresh,
-            )  # fmt: skip
-    except Exception as exc:  # every failure is a classified result
-        error = deadline_message(exc, deadline) or describe_exception(exc)
-        return _result(url, method, seen, trace, started, outcome=_failure_outcome(exc, trace), error=error)
-    seen.status, seen.headers, seen.http_version = answer.status, answer.headers, answer.http_version
-    outcome = Outcome.BAD_STATUS if answer.status >= 400 else Outcome.OK
-    return _result(url, method, seen, trace, started, outcome=outcome, body=answer.body)

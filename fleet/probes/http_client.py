@@ -112,27 +112,21 @@ class ProbeClient:
         prefix_bytes: int,
         trace: Callable[[str], None],
         fresh: bool = False,
-        connect_timeout_s: float | None = None,
-        read_timeout_s: float | None = None,
     ) -> Answer:
         """One request; httpx's exceptions (and BodyTooLarge) on failure. A GET on a kept
         connection that the server closed meanwhile is sent once more on a new one."""
         origin, target = split_url(url)
         body = None if json is None else jsonlib.dumps(json, separators=(",", ":"), allow_nan=False).encode()
         request = request_bytes(method, origin, target, headers, body)
-        read_timeout = self.read_timeout_s if read_timeout_s is None else read_timeout_s
-        connect_timeout = self.connect_timeout_s if connect_timeout_s is None else connect_timeout_s
         for attempt in (1, 2):
-            connection, reused = await self._acquire(
-                origin, trace, fresh=fresh, connect_timeout_s=connect_timeout
-            )
+            connection, reused = await self._acquire(origin, trace, fresh=fresh)
             trace("send_request_headers.started")
             try:
                 exchange = await connection.exchange_once(
                     request,
                     max_bytes=max_bytes,
                     prefix_bytes=prefix_bytes,
-                    read_timeout_s=read_timeout,
+                    read_timeout_s=self.read_timeout_s,
                     on_headers=lambda: trace("receive_response_headers.complete"),
                 )
             except (httpx.ReadError, httpx.RemoteProtocolError):
@@ -150,14 +144,13 @@ class ProbeClient:
                 headers=exchange.headers,
                 body=body[:prefix_bytes] if exchange.status >= 400 else body,
                 http_version=f"HTTP/{connection.parser.get_http_version()}",
-                reused=reused,
             )
             self._release(origin, connection, keep=connection.keep_alive())
             return answer
         raise AssertionError("unreachable")
 
     async def _acquire(
-        self, origin: Origin, trace: Callable[[str], None], *, fresh: bool, connect_timeout_s: float
+        self, origin: Origin, trace: Callable[[str], None], *, fresh: bool
     ) -> tuple[Connection, bool]:
         if not fresh:
             kept = self._pop_idle(origin)
@@ -168,7 +161,7 @@ class ProbeClient:
                 return kept, True
         self._busy[origin] = self._busy.get(origin, 0) + 1
         try:
-            connection = await self._open(origin, trace, connect_timeout_s)
+            connection = await self._open(origin, trace, self.connect_timeout_s)
         except BaseException:
             self._release(origin, None, keep=False)
             raise
@@ -192,11 +185,14 @@ class ProbeClient:
         try:
             async with asyncio.timeout(REUSE_WAIT_S):
                 return await waiter
-        except TimeoutError:
-            return None
-        finally:
+        except BaseException as exc:
             if not waiter.done():
                 waiter.cancel()
+            elif not waiter.cancelled() and waiter.result() is not None:
+                waiter.result().close()  # handed over just as the wait ended: never used
+            if isinstance(exc, TimeoutError):
+                return None
+            raise
 
     def _release(self, origin: Origin, connection: Connection | None, *, keep: bool) -> None:
         self._busy[origin] = max(0, self._busy.get(origin, 0) - 1)

@@ -56,13 +56,12 @@ def split_url(url: str) -> tuple[Origin, str]:
 @dataclass
 class Answer:
     """One response as the probes read it: status, the headers they read, the body (at most
-    the limit), and whether the connection was one kept from an earlier request."""
+    the limit)."""
 
     status: int
     headers: dict[str, str]
     body: bytes
     http_version: str = "HTTP/1.1"
-    reused: bool = False
 
 
 @dataclass
@@ -113,7 +112,6 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self.last_read = 0.0
-        self.requests = 0
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -232,7 +230,7 @@ class Connection(asyncio.Protocol):
             prefix_bytes=prefix_bytes,
             on_headers=on_headers,
         )
-        self.exchange, self.requests = exchange, self.requests + 1
+        self.exchange = exchange
         self.last_read = self.loop.time()
         exchange.watchdog = self.loop.call_at(
             self.last_read + read_timeout_s, self._watch, exchange, read_timeout_s

@@ -24,8 +24,9 @@ from typing import Any
 
 from fleet.nvml.base import NvmlBackend
 from fleet.probes.engines import dialect_for
-from fleet.probes.fetch import AnyClient, make_instance_client
+from fleet.probes.fetch import make_instance_client
 from fleet.probes.gpu import GpuProbeResult, read_gpus
+from fleet.probes.http_client import ProbeClient
 from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ALL_KINDS, ProbeKind, ProbeParts, parse_kinds
 from fleet.probes.phases import PhaseResult, measure_phases
@@ -135,7 +136,7 @@ async def _nothing() -> None:
 
 
 async def _health(
-    client: AnyClient, target: ProbeTarget, limits: ProbeLimits, *, light: bool
+    client: ProbeClient, target: ProbeTarget, limits: ProbeLimits, *, light: bool
 ) -> tuple[ReadinessResult, PhaseResult, PhaseResult | None]:
     """Readiness, the phases of the one-token request and, when a gateway stands in front of
     the instance (and the probes do not already go through it), the same request's phases
@@ -158,7 +159,7 @@ async def _health(
 
 
 async def _metrics(
-    client: AnyClient, target: ProbeTarget, limits: ProbeLimits, previous: Scrape | None
+    client: ProbeClient, target: ProbeTarget, limits: ProbeLimits, previous: Scrape | None
 ) -> tuple[ScrapeResult, dict[str, float]]:
     scraped = await scrape_metrics(client=client, target=target, limits=limits)
     if scraped.scrape is None:
@@ -173,7 +174,7 @@ async def _metrics(
 
 async def probe_instance(
     *,
-    client: AnyClient,
+    client: ProbeClient,
     target: ProbeTarget,
     previous_scrape: Scrape | None,
     limits: ProbeLimits,
@@ -224,7 +225,7 @@ async def probe_instance(
 
 @dataclass
 class _Sweep:
-    client: AnyClient | None
+    client: ProbeClient | None
     limits: ProbeLimits
     kinds: frozenset[ProbeKind]
     light_health: bool
@@ -239,7 +240,7 @@ class _Sweep:
             async with make_instance_client(limits=self.limits) as client:
                 return await self._probe(client, target)
 
-    async def _probe(self, client: AnyClient, target: ProbeTarget) -> InstanceProbe:
+    async def _probe(self, client: ProbeClient, target: ProbeTarget) -> InstanceProbe:
         return await probe_instance(
             client=client,
             target=target,
@@ -260,7 +261,7 @@ async def probe_many(
     kinds: Iterable[ProbeKind] = ALL_KINDS,
     light_health: bool = False,
     gpu_backends: Mapping[int, NvmlBackend | None] | None = None,
-    client: AnyClient | None = None,
+    client: ProbeClient | None = None,
 ) -> list[InstanceProbe]:
     """Probe every target for `kinds`, at most `concurrency` at once, each over its own
     small client (or all over `client` when one is given). Results come back in the

@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from fleet.probes.fetch import AnyClient, FetchResult, fetch_bounded
+from fleet.probes.fetch import FetchResult, fetch_bounded
+from fleet.probes.http_client import ProbeClient
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits
@@ -90,7 +91,7 @@ def _failed(url: str, method: str, outcome: Outcome, error: str, dns_s: float | 
 
 async def measure_phases(
     *,
-    client: AnyClient,
+    client: ProbeClient,
     url: str,
     limits: ProbeLimits,
     method: str = "GET",

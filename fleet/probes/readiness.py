@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.probes.engines import DIALECTS, EngineDialect, ReadinessRoute
-from fleet.probes.fetch import AnyClient, FetchResult, fetch_bounded
+from fleet.probes.fetch import FetchResult, fetch_bounded
+from fleet.probes.http_client import ProbeClient
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import Outcome, describe_exception
 from fleet.probes.target import ProbeLimits, ProbeTarget
@@ -85,7 +86,7 @@ def _parse(path: str, fetch: FetchResult, extract: Callable[[Any], Any]) -> tupl
 
 
 async def _get(
-    client: AnyClient, target: ProbeTarget, path: str, limits: ProbeLimits, *, auth: bool = False
+    client: ProbeClient, target: ProbeTarget, path: str, limits: ProbeLimits, *, auth: bool = False
 ) -> FetchResult:
     headers = target.auth_headers() if auth else None
     return await fetch_bounded(
@@ -125,7 +126,7 @@ def _result(
 
 
 async def _check_routes(
-    client: AnyClient, target: ProbeTarget, limits: ProbeLimits, dialect: EngineDialect
+    client: ProbeClient, target: ProbeTarget, limits: ProbeLimits, dialect: EngineDialect
 ) -> ReadinessResult:
     routes = dialect.readiness_routes
     fetched = await asyncio.gather(*(_get(client, target, r.path, limits, auth=r.auth) for r in routes))
@@ -137,7 +138,9 @@ async def _check_routes(
     return _result(dialect, target, checks, read)
 
 
-async def check_readiness(*, client: AnyClient, target: ProbeTarget, limits: ProbeLimits) -> ReadinessResult:
+async def check_readiness(
+    *, client: ProbeClient, target: ProbeTarget, limits: ProbeLimits
+) -> ReadinessResult:
     """Readiness of one instance by its engine's routes; never raises. An engine without a
     dialect is reported, not asked the vLLM routes."""
     dialect = DIALECTS.get(target.engine)

@@ -24,7 +24,7 @@ import httpx
 
 from fleet.probes.engines import DIALECTS, EngineDialect, StreamEvent
 from fleet.probes.error_bodies import error_message
-from fleet.probes.fetch import AnyClient, deadline_message, httpx_timeout, iter_bounded, read_prefix
+from fleet.probes.fetch import deadline_message, httpx_timeout, iter_bounded, read_prefix
 from fleet.probes.http_client import ProbeClient
 from fleet.probes.jsonable import shallow_dict
 from fleet.probes.outcomes import GarbageResponse, Outcome, describe_exception, outcome_for_exception
@@ -199,15 +199,15 @@ async def _run(
         await _consume(response, dialect, tally, limits)
 
 
-async def probe_stream(*, client: AnyClient, target: ProbeTarget, limits: ProbeLimits) -> StreamResult:
+async def probe_stream(*, client: ProbeClient, target: ProbeTarget, limits: ProbeLimits) -> StreamResult:
     """Stream a few tokens and time them, within limits.stream_deadline_s; never raises. An
     engine without a dialect is reported, not sent a request it may not understand."""
     dialect = DIALECTS.get(target.engine)
     if dialect is None:
         return StreamResult(outcome=Outcome.ERROR, error=f"unknown engine {target.engine!r}")
     tally, seen = _Tally(started=perf_counter()), {}
-    # The stream is read as it arrives, through httpx (a probe client lends its own).
-    http = client.streaming_client() if isinstance(client, ProbeClient) else client
+    # The stream is read as it arrives, through the httpx client the probe client lends.
+    http = client.streaming_client()
     try:
         async with asyncio.timeout(limits.stream_deadline_s):
             await _run(http, target, limits, dialect, tally, seen)

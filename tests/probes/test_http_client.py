@@ -17,7 +17,7 @@ from fleet.probes.instance_probe import probe_instance
 from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ProbeKind
 from tests.probes.engines import FAST, VLLM_METRICS, make_target
-from tests.probes.servers import read_request
+from tests.probes.servers import read_request, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -57,12 +57,8 @@ class KeepAliveServer:
 @asynccontextmanager
 async def keep_alive_server(**options: bool) -> AsyncIterator[tuple[str, KeepAliveServer]]:
     state = KeepAliveServer(**options)
-    server = await asyncio.start_server(state.handle, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", state
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with serve(state.handle) as url:
+        yield url, state
 
 
 async def test_a_sweeps_metrics_scrape_goes_over_the_connection_its_health_request_opened():
@@ -116,13 +112,8 @@ async def test_a_declared_body_over_the_limit_is_too_large_before_it_is_read():
         await writer.drain()
         await asyncio.sleep(3600)  # no body ever follows
 
-    server = await asyncio.start_server(declared, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    try:
-        async with make_instance_client(limits=FAST) as client:
-            result = await fetch_bounded(client=client, url=url + "/metrics", limits=FAST)
-    finally:
-        server.close()
+    async with serve(declared) as url, make_instance_client(limits=FAST) as client:
+        result = await fetch_bounded(client=client, url=url + "/metrics", limits=FAST)
     assert result.outcome == Outcome.TOO_LARGE and "Content-Length 999999999" in result.error
     assert result.elapsed_s < FAST.read_timeout_s
 
@@ -134,12 +125,7 @@ async def test_a_server_that_stops_answering_midway_is_a_read_timeout_after_the_
         await writer.drain()
         await asyncio.sleep(3600)
 
-    server = await asyncio.start_server(stalls, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    try:
-        async with make_instance_client(limits=FAST) as client:
-            result = await fetch_bounded(client=client, url=url + "/metrics", limits=FAST)
-    finally:
-        server.close()
+    async with serve(stalls) as url, make_instance_client(limits=FAST) as client:
+        result = await fetch_bounded(client=client, url=url + "/metrics", limits=FAST)
     assert result.outcome == Outcome.READ_TIMEOUT
     assert FAST.read_timeout_s <= result.elapsed_s < FAST.total_deadline_s

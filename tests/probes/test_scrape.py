@@ -324,7 +324,7 @@ async def test_ollama_has_no_metrics_to_scrape(http_client):
 
 
 def test_lines_the_console_does_not_read_are_dropped_before_parsing():
-    from fleet.probes.scrape import relevant_lines
+    from fleet.probes.exposition import relevant_lines
 
     text = (
         "# HELP python_gc_objects_collected_total Objects collected during gc\n"
@@ -337,7 +337,7 @@ def test_lines_the_console_does_not_read_are_dropped_before_parsing():
 
 
 def test_only_the_labels_the_console_reads_reach_the_parser():
-    from fleet.probes.scrape import relevant_lines
+    from fleet.probes.exposition import relevant_lines
 
     text = (
         "# HELP vllm:request_success_total Count of successfully processed requests.\n"
@@ -355,12 +355,14 @@ def test_only_the_labels_the_console_reads_reach_the_parser():
 
 
 def test_a_malformed_label_block_makes_the_page_garbage():
-    from fleet.probes.scrape import relevant_lines
+    """Both readings: the prober's own (read_samples) and prometheus_client's comparison path."""
+    from fleet.probes.exposition import read_samples, relevant_lines
 
-    with pytest.raises(ValueError):
-        relevant_lines('vllm:num_requests_running{engine="0",model_name=m} 3.0\n')
-    with pytest.raises(ValueError, match="malformed labels"):
-        relevant_lines('vllm:num_requests_running{engine="0" 3.0\n')
+    for read in (read_samples, relevant_lines):
+        with pytest.raises(ValueError):
+            read('vllm:num_requests_running{engine="0",model_name=m} 3.0\n')
+        with pytest.raises(ValueError, match="malformed labels"):
+            read('vllm:num_requests_running{engine="0" 3.0\n')
 
 
 # A bucket line whose value carries a stray quote and brace: cut at its last "}", the label
@@ -369,7 +371,7 @@ STRAY_BRACE = 'vllm:e2e_request_latency_seconds_bucket{le="0.332526"} 0.498789"}
 
 
 def test_a_label_block_is_cut_at_its_own_closing_brace_not_the_last_one_on_the_line():
-    from fleet.probes.scrape import relevant_lines
+    from fleet.probes.exposition import read_samples, relevant_lines
 
     assert ends(relevant_lines, 'vllm:e2e_request_latency_seconds_bucket{le="0.3"} 0.4 "}"\n') == (
         'vllm:e2e_request_latency_seconds_bucket{le="0.3"} 0.4 "}"\n'
@@ -377,6 +379,10 @@ def test_a_label_block_is_cut_at_its_own_closing_brace_not_the_last_one_on_the_l
     assert ends(relevant_lines, 'vllm:num_requests_running{model_name="a}b",le="1"} 2\n') == (
         'vllm:num_requests_running{le="1"} 2\n'
     )
+    # the prober's own reader cuts the block at the same brace
+    assert ends(read_samples, 'vllm:num_requests_running{model_name="a}b",le="1"} 2\n') == {
+        "vllm:num_requests_running": [({"le": "1"}, 2.0)]
+    }
 
 
 @pytest.mark.anyio
@@ -390,7 +396,7 @@ async def test_a_bucket_line_with_a_stray_brace_is_garbage_not_a_hang(http_clien
 
 
 def test_a_parse_that_outlives_its_deadline_stops_with_parse_deadline():
-    from fleet.probes.scrape import ParseDeadline
+    from fleet.probes.exposition import ParseDeadline
 
     with pytest.raises(ParseDeadline):
         parse_exposition(V0_11, engine="vllm", timestamp=0.0, deadline=time.monotonic() - 1)
@@ -398,7 +404,7 @@ def test_a_parse_that_outlives_its_deadline_stops_with_parse_deadline():
 
 @pytest.mark.anyio
 async def test_a_page_of_more_lines_than_any_engine_writes_is_too_large(http_client):
-    from fleet.probes.scrape import MAX_LINES
+    from fleet.probes.exposition import MAX_LINES
 
     async with serve(_metrics("\n" * (MAX_LINES + 1))) as url:  # 200 KB: under the byte limit
         result = await scrape_metrics(client=http_client, target=make_target(url), limits=FAST)
@@ -407,10 +413,11 @@ async def test_a_page_of_more_lines_than_any_engine_writes_is_too_large(http_cli
 
 
 def test_a_line_that_is_not_prometheus_text_still_makes_the_page_garbage():
-    from fleet.probes.scrape import relevant_lines
+    from fleet.probes.exposition import read_samples, relevant_lines
 
-    with pytest.raises(ValueError, match="not a Prometheus sample line"):
-        relevant_lines("<html><body>502 Bad Gateway</body></html>\n")
+    for read in (read_samples, relevant_lines):
+        with pytest.raises(ValueError, match="not a Prometheus sample line"):
+            read("<html><body>502 Bad Gateway</body></html>\n")
 
 
 def test_the_prober_reads_the_same_samples_as_prometheus_clients_parser():

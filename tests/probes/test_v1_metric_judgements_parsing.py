@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from fleet.probes.exposition import relevant_lines
 from fleet.probes.outcomes import Outcome
 from fleet.probes.parts import ProbeKind, ProbeParts
-from fleet.probes.scrape import Scrape, ScrapeResult, derive, parse_exposition, relevant_lines
+from fleet.probes.scrape import Scrape, ScrapeResult, derive, parse_exposition
 
 M = 'model_name="Qwen/Qwen3-8B"'
 SLEEP_HELP = (
