@@ -87,7 +87,7 @@ def check(*, since: datetime) -> list[CycleVerdict]:
     from django.utils import timezone
 
     from fleet.models import ProbeCycle
-    from fleet.tasks import probe_cycle
+    from fleet.tasks import probe_chunk
     from ops_console.schedules import probe_intervals
 
     try:
@@ -98,7 +98,7 @@ def check(*, since: datetime) -> list[CycleVerdict]:
         now = timezone.now()
     finally:
         connections.close_all()
-    limit = float(probe_cycle.time_limit or 300)
+    limit = float(probe_chunk.time_limit or 300)  # a cycle is open until its last chunk ends
     return [
         judge(rows, kind=kind, interval_s=interval, since=since, now=now, open_limit_s=limit)
         for kind, interval in sorted(intervals.items())

@@ -1,7 +1,9 @@
 """Which queue a task goes to. Work that must run on a GPU host goes to that host's
 queues, never to the central worker: `host.<name>` for short checks, `host.<name>.long`
 for long ones (a pre-deploy checklist, a log pull), so a slow check never delays the GPU
-reading. Everything else stays on the central queue (settings.CELERY_TASK_DEFAULT_QUEUE).
+reading. The chunks of the scheduled probe sweeps (`fleet.probe_chunk`) go to PROBE_QUEUE,
+named on the task itself. Everything else stays on the central queue
+(settings.CELERY_TASK_DEFAULT_QUEUE).
 
 Celery calls `route_agent_tasks` for every task sent (settings.CELERY_TASK_ROUTES)."""
 
