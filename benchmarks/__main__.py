@@ -19,18 +19,7 @@ import os
 import sys
 import tempfile
 
-
-def _setup_django(var_dir: str) -> None:
-    os.environ["OPS_VAR_DIR"] = var_dir
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ops_console.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
-
+from benchmarks import services
 
 BENCHMARKS = ("overview", "charts", "probes", "clients", "fanout", "triage", "alerts")
 
@@ -81,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = set(args.only or BENCHMARKS)
     with tempfile.TemporaryDirectory(prefix="ops-bench-") as var_dir:
-        _setup_django(var_dir)
+        services.setup_django(var_dir)
         from benchmarks import aims
 
         status = 0

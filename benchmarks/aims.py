@@ -16,18 +16,18 @@ class Aim:
     measured: float
     limit: float
     unit: str = "x"
-    at_most: bool = True
 
     @property
     def met(self) -> bool:
-        return self.measured <= self.limit if self.at_most else self.measured >= self.limit
+        return self.measured <= self.limit
 
 
 _NOTED: list[Aim] = []
 
 
-def note(name: str, measured: float, limit: float, *, unit: str = "x", at_most: bool = True) -> Aim:
-    aim = Aim(name, measured, limit, unit, at_most)
+def note(name: str, measured: float, limit: float, *, unit: str = "x") -> Aim:
+    """An aim of at most `limit`, and what was measured."""
+    aim = Aim(name, measured, limit, unit)
     _NOTED.append(aim)
     return aim
 
@@ -42,8 +42,7 @@ def report() -> str:
     width = max(len(a.name) for a in _NOTED)
     lines = ["", "aims of this run (measured / aim):"]
     for aim in _NOTED:
-        sign = "<=" if aim.at_most else ">="
         verdict = "met" if aim.met else "NOT MET"
         measured = f"{aim.measured:>8.2f}{aim.unit}"
-        lines.append(f"  {aim.name:<{width}}  {measured}  {sign} {aim.limit:g}{aim.unit}  {verdict}")
+        lines.append(f"  {aim.name:<{width}}  {measured}  <= {aim.limit:g}{aim.unit}  {verdict}")
     return "\n".join(lines)

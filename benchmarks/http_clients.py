@@ -22,7 +22,6 @@ CPU per page.
 from __future__ import annotations
 
 import asyncio
-import resource
 import time
 from collections.abc import Callable
 from io import BytesIO
@@ -34,15 +33,10 @@ from benchmarks import services
 from benchmarks.probe_cycle import _start_simulator
 
 
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _measured(fn: Callable[[], object]) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), _cpu_s()
+    wall, cpu = time.perf_counter(), services.cpu_s()
     fn()
-    return time.perf_counter() - wall, _cpu_s() - cpu
+    return time.perf_counter() - wall, services.cpu_s() - cpu
 
 
 async def _bounded(urls: list[str], concurrency: int, get: Callable) -> None:

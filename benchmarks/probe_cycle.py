@@ -108,11 +108,6 @@ async def _bare_probe_client_fetch(bases: list[tuple[str, bool]], concurrency: i
     return sum(opened)
 
 
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 @dataclass
 class _Cycle:
     wall_s: float
@@ -129,16 +124,16 @@ def _cycle(instances: list, concurrency: int, kinds: frozenset) -> _Cycle:
     from fleet.probes.instance_probe import probe_many
 
     settings = ProbeSettings.current()
-    started, cpu = time.perf_counter(), _cpu_s()
+    started, cpu = time.perf_counter(), services.cpu_s()
     probes = asyncio.run(
         probe_many(targets=[target_for(i) for i in instances], previous_scrapes={},
                    limits=limits_from(settings), concurrency=concurrency, kinds=kinds, light_health=True)
     )  # fmt: skip
-    probe_cpu = _cpu_s() - cpu
+    probe_cpu = services.cpu_s() - cpu
     runs = record_probes(instances=instances, probes=probes, trigger=Trigger.SCHEDULE, settings=settings)
     return _Cycle(
         wall_s=time.perf_counter() - started,
-        cpu_s=_cpu_s() - cpu,
+        cpu_s=services.cpu_s() - cpu,
         probe_cpu_s=probe_cpu,
         probed=len(probes),
         down=sum(1 for r in runs if r.verdict == "down"),

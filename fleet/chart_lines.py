@@ -20,7 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import partial
 from itertools import pairwise
 from typing import Any
@@ -101,34 +101,28 @@ def _key(kind: str, instance, names: Iterable[str], *edges: object) -> str:  # n
 
 
 def with_gaps(
-    points: list[tuple[Any, float]], *, every_s: float, coarse_before: Any = None
-) -> list[tuple[Any, float | None]]:
-    """The points with a None (a break in the line) wherever more than GAP_FACTOR sampling
-    intervals pass between two samples. Samples older than coarse_before are the retention's
-    averages, one per BUCKET_SECONDS, and are expected that far apart."""
-    out: list[tuple[Any, float | None]] = list(points[:1])
-    if not points:
-        return out
-    dated = isinstance(points[0][0], datetime)  # or seconds since the epoch
+    points: list[tuple[float, float]], *, every_s: float, coarse_before: float | None = None
+) -> Points:
+    """The points (seconds since the epoch, value) with a None (a break in the line) wherever
+    more than GAP_FACTOR sampling intervals pass between two samples. Samples older than
+    coarse_before are the retention's averages, one per BUCKET_SECONDS, and are expected that
+    far apart."""
+    out: Points = list(points[:1])
     fine, coarse = GAP_FACTOR * every_s, GAP_FACTOR * max(every_s, BUCKET_SECONDS)
     for (before, _value), (after, value) in pairwise(points):
         step = after - before
         limit = coarse if coarse_before is not None and before < coarse_before else fine
-        if (step.total_seconds() if dated else step) > limit:
+        if step > limit:
             out.append((before + step / 2, None))
         out.append((after, value))
     return out
 
 
-def sampling_interval_s(points: list[tuple[Any, float]], *, default_s: float) -> float:
+def sampling_interval_s(points: list[tuple[float, float]], *, default_s: float) -> float:
     """Seconds between a series' samples: the median spacing of its points, at least the
     default interval of its probe kind (a schedule slowed in the admin shows in the data)."""
-    spacing = sorted(_seconds(b - a) for (a, _a), (b, _b) in pairwise(points))
+    spacing = sorted(b - a for (a, _a), (b, _b) in pairwise(points))
     return max(default_s, spacing[len(spacing) // 2]) if spacing else default_s
-
-
-def _seconds(delta: timedelta | float) -> float:
-    return delta.total_seconds() if isinstance(delta, timedelta) else delta
 
 
 @dataclass(frozen=True)
@@ -275,9 +269,24 @@ class _Shift:
             return [round((e + self._offset_s(e)) * 1000) for e in epochs]
         return [round((e + first) * 1000) for e in epochs]
 
+    def texts(self, epochs: list[float]) -> list[str]:
+        """The same times as local wall-clock text ("2026-12-05 08:00:00")."""
+        if not epochs:
+            return []
+        first, last = self._offset_s(epochs[0]), self._offset_s(epochs[-1])
+        if first != last:  # a clock change in the range
+            return [datetime.fromtimestamp(e, self.zone).isoformat(" ", "seconds")[:19] for e in epochs]
+        return [datetime.fromtimestamp(e + first, UTC).isoformat(" ", "seconds")[:19] for e in epochs]
+
     def _offset_s(self, epoch: float) -> float:
         offset = datetime.fromtimestamp(epoch, self.zone).utcoffset()
         return offset.total_seconds() if offset else 0.0
+
+
+def local_texts(epochs: list[float]) -> list[str]:
+    """Seconds since the epoch as local wall-clock text for a date axis (plotly.js reads
+    dates as wall-clock time and ignores offsets)."""
+    return _Shift().texts(epochs)
 
 
 def _at(epoch: float) -> datetime:

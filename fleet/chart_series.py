@@ -126,10 +126,9 @@ def _rows(
         until="" if until is None else " AND ts < %s",
     )
     edges = [since] if until is None else [since, until]
-    instance_id = getattr(instance, "pk", instance)
     with connection.cursor() as cursor:
         cursor.execute(
-            text, [*leading, instance_id, *names, *map(connection.ops.adapt_datetimefield_value, edges)]
+            text, [*leading, instance.pk, *names, *map(connection.ops.adapt_datetimefield_value, edges)]
         )
         return cursor.fetchall()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache, partial
 from typing import Any
 
@@ -14,13 +14,13 @@ from django.utils.translation import gettext_lazy as _
 
 from core import figures
 from fleet import gpu_catalog
-from fleet.chart_lines import Line, bucket_lines, raw_lines, sampling_interval_s, with_gaps
+from fleet.chart_lines import Line, bucket_lines, local_texts, raw_lines, sampling_interval_s
 from fleet.chart_series import MAX_POINTS, bucket_width_s
 from fleet.models import Gpu, ProbeSettings
 from fleet.probe_service import DEFAULT_INTERVALS_S, HOST_CHECKS_INTERVAL_S
 from fleet.series import BY_NAME
 
-__all__ = ["PANELS", "instance_panels", "phase_breakdown", "sampling_interval_s", "with_gaps"]
+__all__ = ["PANELS", "instance_panels", "phase_breakdown"]
 
 
 def gpu_memory_by_host() -> dict:
@@ -134,19 +134,6 @@ _NAMES = frozenset(n for panel in PANELS for n, _label in panel.series)
 _SCALES = {n: 100.0 for panel in PANELS if panel.percent for n, _label in panel.series}
 
 
-def _local_texts(epochs: list[float]) -> list[str]:
-    """Seconds since the epoch as local wall-clock text for a date axis (plotly.js reads
-    dates as wall-clock time and ignores offsets)."""
-    if not epochs:
-        return []
-    zone = timezone.get_current_timezone()
-    offset = datetime.fromtimestamp(epochs[0], zone).utcoffset()
-    if offset != datetime.fromtimestamp(epochs[-1], zone).utcoffset():  # a clock change in the range
-        return [datetime.fromtimestamp(e, zone).isoformat(" ", "seconds")[:19] for e in epochs]
-    shift = offset.total_seconds() if offset else 0.0
-    return [datetime.fromtimestamp(e + shift, UTC).isoformat(" ", "seconds")[:19] for e in epochs]
-
-
 def _trace(line: Line, label: Any) -> dict:
     """A line as a scatter trace: every sample with its marker, or evenly spaced buckets."""
     y = figures.Written(line.y, line.y_texts)
@@ -157,7 +144,7 @@ def _trace(line: Line, label: Any) -> dict:
         )
     return figures.scatter(
         name=label,
-        x0=_local_texts([line.x0_s])[0],
+        x0=local_texts([line.x0_s])[0],
         dx=int(line.dx_s * 1000),  # milliseconds on a date axis
         y=y,
         mode="lines",
@@ -249,7 +236,7 @@ def instance_panels(*, instance, since, raw_hours: int | None = None) -> list[di
     if raw_hours is None:
         raw_hours = ProbeSettings.current().raw_retention_hours
     lines = _lines(instance=instance, since=since, now=now, raw_hours=raw_hours)
-    window = _local_texts([since.timestamp(), now.timestamp()])
+    window = local_texts([since.timestamp(), now.timestamp()])
     words = _words(get_language())
     panels = []
     for index, panel in enumerate(PANELS):

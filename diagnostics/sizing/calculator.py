@@ -195,7 +195,7 @@ def compute(spec: SizingSpec, *, explain: bool = True) -> Sizing:
                 )
             )
     else:
-        held = _held(spec, resolved, weights, sum(kv.kinds.values()), figures, notes)
+        held = _held(spec, resolved, weights, sum(kv.kinds.values()), figures if explain else None, notes)
         available = _after(requested, held)
         if explain:
             terms = " - ".join(g(term) for term in (requested, *held) if term)
@@ -209,8 +209,6 @@ def compute(spec: SizingSpec, *, explain: bool = True) -> Sizing:
     if explain:
         figures.extend(_kv_figures(arch, kv, tp))
         figures.extend(_capacity_figures(kv, capacity, resolved, available, average, spec))
-    else:
-        figures.clear()  # what _held wrote
 
     error = errors.first_error(
         spec=spec, resolved=resolved, requested=requested, weights=weights, available=available, kv=kv
@@ -425,11 +423,12 @@ def _held(
     resolved: Resolved,
     weights: float,
     layers_on_rank: int,
-    figures: list[Figure],
+    figures: list[Figure] | None,
     notes: list[str],
 ) -> tuple[float, float, float, float]:
     """What the memory vLLM requests holds besides the KV cache: weights, peak activation,
-    non-torch memory and CUDA graphs (0 where this version does not subtract them)."""
+    non-torch memory and CUDA graphs (0 where this version does not subtract them). Their
+    figures go to `figures` (None: not wanted)."""
     arch, measured = spec.arch, spec.measured
     tp = resolved.tensor_parallel_size
     if measured.activation is not None:
@@ -442,12 +441,14 @@ def _held(
             tensor_parallel_size=tp,
         )
         formula = f"estimate: {formula}"
-    figures.append(_gib_figure("activation", later("Peak activation (profile run)"), activation, formula))
+    if figures is not None:
+        figures.append(_gib_figure("activation", later("Peak activation (profile run)"), activation, formula))
     non_torch = measured.non_torch if measured.non_torch is not None else memory.non_torch_estimate(tp)
     formula = "estimate: 0.1 GiB" + (" + 0.1 GiB for TP > 1" if tp > 1 else "")
     if measured.non_torch is not None:
         formula = "measured"
-    figures.append(_gib_figure("non_torch", later("Non-torch memory (NCCL, cuBLAS)"), non_torch, formula))
+    if figures is not None:
+        figures.append(_gib_figure("non_torch", later("Non-torch memory (NCCL, cuBLAS)"), non_torch, formula))
     graphs = 0.0
     if resolved.behaviour.subtracts_cuda_graphs and not spec.enforce_eager:
         if measured.cuda_graphs is not None:
@@ -457,7 +458,8 @@ def _held(
             per = memory.CUDA_GRAPH_BYTES_PER_LAYER * (3 if arch.is_moe else 1)
             base = g(memory.CUDA_GRAPH_BASE_BYTES)
             formula = f"estimate: {base} + {layers_on_rank} layers x {per / MiB:g} MiB"
-        figures.append(_gib_figure("cuda_graphs", later("CUDA graphs"), graphs, formula))
+        if figures is not None:
+            figures.append(_gib_figure("cuda_graphs", later("CUDA graphs"), graphs, formula))
     elif not spec.enforce_eager:
         notes.append(
             Text(

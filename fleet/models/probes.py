@@ -203,9 +203,10 @@ class ProbeRun(models.Model):
 
 
 class MetricSampleQuerySet(models.QuerySet["MetricSample"]):
-    """The one way to read stored series: the latest value of some series for some
-    instances, or their points over a time range. Alert signals, incident evidence, the
-    capacity check and the charts all read through these."""
+    """Stored series through the ORM: the latest value of some series for some instances,
+    or their points over a time range. Alert signals, incident evidence, the capacity check
+    and the host agent's RSS trend read through these; the instance charts read by their
+    own SQL (fleet.chart_series), written once per database for speed."""
 
     def _of(self, instances, names, since, until=None) -> MetricSampleQuerySet:  # noqa: ANN001
         chosen = self.filter(instance__in=instances, name__in=list(names), ts__gte=since)

@@ -150,7 +150,6 @@ def instance_charts(request: HttpRequest, pk: int) -> HttpResponse:
     panels = charts.instance_panels(instance=instance, since=since, raw_hours=instance.raw_hours)
     phases = charts.phase_breakdown(instance.phases)
     context = {
-        "instance": instance,
         "charts_url": reverse("fleet:instance-charts", args=[instance.pk]),
         "range": chosen,
         "ranges": list(RANGES),

@@ -104,15 +104,15 @@ def _filter_form(request: HttpRequest) -> ReviewFilterForm:
 @role_required(Role.VIEWER)
 def review(request: HttpRequest) -> HttpResponse:
     form = _filter_form(request)
-    figures = review_figures(load_records(filters=form.to_filters())) if form.is_valid() else None
+    stats = review_figures(load_records(filters=form.to_filters())) if form.is_valid() else None
     context = {
         "form": form,
         "shortcuts": SHORTCUTS,
         "suggestions": _suggestions(),
-        "figures": figures,
-        "family_rows": _family_rows(figures) if figures else [],
-        "category_rows": _with_fraction(figures["categories"]) if figures else [],
-        "charts": _charts(figures) if figures and figures["total"] else [],
+        "figures": stats,
+        "family_rows": _family_rows(stats) if stats else [],
+        "category_rows": _with_fraction(stats["categories"]) if stats else [],
+        "charts": _charts(stats) if stats and stats["total"] else [],
     }
     return render(request, "incidents/review.html", context)
 
@@ -148,12 +148,12 @@ def _csv_filename(filters: ReviewFilters) -> str:
     return f"incidents-{start}-to-{end:%Y-%m-%d}.csv"
 
 
-def _family_rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+def _family_rows(stats: dict[str, Any]) -> list[dict[str, Any]]:
     """Each family's share beside its response times (both lists are in the same order)."""
     return [
         share | {"mtta": times["mtta"], "mttr": times["mttr"]}
         for share, times in zip(
-            _with_fraction(figures["families"]), figures["response"]["by_family"], strict=True
+            _with_fraction(stats["families"]), stats["response"]["by_family"], strict=True
         )
     ]
 
@@ -171,23 +171,23 @@ def _figure(traces: list, **layout: Any) -> dict:
     return figures.figure(traces, **(base | layout))
 
 
-def _charts(figures: dict[str, Any]) -> list[dict[str, Any]]:
+def _charts(stats: dict[str, Any]) -> list[dict[str, Any]]:
     charts = [
-        ("families", gettext("Share by family"), _family_pie(figures["families"])),
-        ("response", gettext("MTTA and MTTR by family (mean, minutes)"), _response_bars(figures["response"])),
-        ("weekly-count", gettext("Incidents per week"), _weekly_counts(figures["weeks"])),
+        ("families", gettext("Share by family"), _family_pie(stats["families"])),
+        ("response", gettext("MTTA and MTTR by family (mean, minutes)"), _response_bars(stats["response"])),
+        ("weekly-count", gettext("Incidents per week"), _weekly_counts(stats["weeks"])),
         (
             "weekly-response",
             gettext("MTTA and MTTR per week (mean, minutes)"),
-            _weekly_response(figures["weeks"]),
+            _weekly_response(stats["weeks"]),
         ),
     ]
-    if figures["top_instances"]:
+    if stats["top_instances"]:
         charts.append(
             (
                 "instances",
                 gettext("Instances with the most incidents"),
-                _instance_bars(figures["top_instances"]),
+                _instance_bars(stats["top_instances"]),
             )
         )
     return [
