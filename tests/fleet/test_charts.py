@@ -258,7 +258,6 @@ def test_a_kept_chart_extended_minute_by_minute_draws_what_a_full_read_draws():
     every step the lines equal a read of everything at that moment, breaks included."""
     from datetime import UTC, datetime
 
-
     instance = make_instance(make_host())
     start = datetime(2026, 1, 5, 12, 0, 30, tzinfo=UTC)  # the 1 h range's key holds for 10 minutes
     missing = (start - timedelta(minutes=14), start - timedelta(minutes=9))  # crosses the settled line
